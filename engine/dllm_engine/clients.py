@@ -1,0 +1,292 @@
+"""Engine clients: one async interface, four transports.
+
+- `InProcessClient`: the engine runs in this process (imports torch lazily,
+  on first use, in a worker thread so an asyncio loop never blocks on it).
+- `DaemonClient`: a shared local daemon over a Unix socket (or TCP with a
+  bearer token), started on demand like gopls `-remote=auto`.
+- `OpenAIFimClient`: any OpenAI-compatible `/v1/completions` endpoint that
+  takes `prompt` + `suffix` (fill-in-the-middle).
+
+This module imports neither torch nor pygls: the language server uses it.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import httpx
+
+from .protocol import (
+    CanvasEvent,
+    EngineBusy,
+    HoleResult,
+    InfillRequest,
+    InfillResult,
+    ProtocolError,
+    RequestCancelled,
+)
+
+EventCallback = Callable[[CanvasEvent], None]
+
+
+class EngineUnavailable(RuntimeError):
+    """The engine cannot be reached or failed to start; the message says why."""
+
+
+class EngineClient(abc.ABC):
+    """What the server and the batch command need from an engine."""
+
+    @abc.abstractmethod
+    async def infill(self, request: InfillRequest, on_event: EventCallback | None = None) -> InfillResult:
+        """Fill the request's holes. Cancelling the awaiting task cancels the request."""
+
+    @abc.abstractmethod
+    async def health(self) -> dict[str, Any]:
+        """Engine state: {"status": "ok"|"loading"|..., "model": ..., ...}."""
+
+    async def close(self) -> None:
+        return None
+
+
+def default_socket_path() -> Path:
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    base = Path(runtime) if runtime and Path(runtime).is_dir() else Path("/tmp") / f"dllm-lsp-{os.getuid()}"
+    return base / "dllm-lsp" / "engine.sock"
+
+
+# ---------------------------------------------------------------- in-process
+
+
+class InProcessClient(EngineClient):
+    """Runs the engine in this process; the model loads on first use."""
+
+    def __init__(self, **engine_config: Any) -> None:
+        self._config = engine_config
+        self._engine = None
+        self._load_lock = asyncio.Lock()
+
+    async def _get_engine(self):
+        async with self._load_lock:
+            if self._engine is None:
+                self._engine = await asyncio.to_thread(self._build)
+        return self._engine
+
+    def _build(self):
+        from .engine import Engine, EngineConfig  # torch is imported here, not at module load
+
+        return Engine(EngineConfig(**self._config))
+
+    async def infill(self, request: InfillRequest, on_event: EventCallback | None = None) -> InfillResult:
+        engine = await self._get_engine()
+        handle = engine.submit(request, on_event=on_event)
+        try:
+            return await asyncio.wrap_future(handle.future)
+        except asyncio.CancelledError:
+            handle.cancel()
+            raise
+
+    async def health(self) -> dict[str, Any]:
+        if self._engine is None:
+            return {"status": "not_loaded", "model": self._config.get("model", "default")}
+        return self._engine.health()
+
+    async def close(self) -> None:
+        if self._engine is not None:
+            self._engine.shutdown()
+            self._engine = None
+
+
+# -------------------------------------------------------------------- daemon
+
+
+class DaemonClient(EngineClient):
+    """Talks to `dllm-lsp engine serve` over a Unix socket or TCP.
+
+    With `spawn=True` and no daemon listening on the socket, it starts one
+    (detached, exiting after `idle_exit_s` without requests) and waits for it.
+    """
+
+    def __init__(
+        self,
+        socket_path: str | os.PathLike[str] | None = None,
+        url: str | None = None,
+        token: str | None = None,
+        spawn: bool = False,
+        model: str | None = None,
+        idle_exit_s: float = 600.0,
+        timeout_s: float = 120.0,
+        start_timeout_s: float = 120.0,
+    ) -> None:
+        self.socket_path = Path(socket_path) if socket_path else (None if url else default_socket_path())
+        self.url = url.rstrip("/") if url else "http://dllm-engine"
+        self.token = token
+        self.spawn = spawn
+        self.model = model
+        self.idle_exit_s = idle_exit_s
+        self.start_timeout_s = start_timeout_s
+        headers = {"Authorization": f"Bearer {token}"} if token else {}
+        transport = httpx.AsyncHTTPTransport(uds=str(self.socket_path)) if self.socket_path else None
+        self._http = httpx.AsyncClient(
+            base_url=self.url, transport=transport, headers=headers, timeout=httpx.Timeout(timeout_s, connect=5.0)
+        )
+        self._spawned: subprocess.Popen | None = None
+        self._spawn_lock = asyncio.Lock()
+
+    async def _ensure_running(self) -> None:
+        if not self.spawn or self.socket_path is None:
+            return
+        async with self._spawn_lock:
+            if await self._ping():
+                return
+            self._spawned = spawn_daemon(self.socket_path, self.model, self.idle_exit_s)
+            deadline = time.monotonic() + self.start_timeout_s
+            while time.monotonic() < deadline:
+                if await self._ping():
+                    return
+                if self._spawned.poll() is not None:
+                    raise EngineUnavailable(
+                        f"engine daemon exited with code {self._spawned.returncode}; "
+                        f"run `dllm-lsp engine serve --socket {self.socket_path}` to see why"
+                    )
+                await asyncio.sleep(0.1)
+            raise EngineUnavailable(f"engine daemon did not answer on {self.socket_path} in {self.start_timeout_s:.0f}s")
+
+    async def _ping(self) -> bool:
+        try:
+            r = await self._http.get("/health", timeout=2.0)
+            return r.status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    async def infill(self, request: InfillRequest, on_event: EventCallback | None = None) -> InfillResult:
+        await self._ensure_running()
+        body = request.to_dict()
+        try:
+            if on_event is None:
+                body["stream"] = False
+                r = await self._http.post("/v1/infill", json=body)
+                return InfillResult.from_dict(_checked(r))
+            body["stream"] = True
+            async with self._http.stream("POST", "/v1/infill", json=body) as r:
+                if r.status_code != 200:
+                    await r.aread()
+                    _checked(r)
+                return await _read_sse(r, on_event)
+        except httpx.TransportError as exc:
+            raise EngineUnavailable(f"engine at {self.socket_path or self.url} unreachable: {exc}") from exc
+
+    async def health(self) -> dict[str, Any]:
+        try:
+            r = await self._http.get("/health", timeout=5.0)
+            return _checked(r)
+        except httpx.TransportError as exc:
+            raise EngineUnavailable(f"engine at {self.socket_path or self.url} unreachable: {exc}") from exc
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+
+def spawn_daemon(socket_path: Path, model: str | None, idle_exit_s: float) -> subprocess.Popen:
+    """Start a detached engine daemon that outlives this process until idle."""
+    cmd = [sys.executable, "-m", "dllm_lsp", "engine", "serve", "--socket", str(socket_path),
+           "--idle-exit", str(idle_exit_s)]
+    if model:
+        cmd += ["--model", model]
+    log_path = socket_path.with_suffix(".log")
+    socket_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    log = open(log_path, "ab")
+    return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
+
+
+async def _read_sse(response: httpx.Response, on_event: EventCallback) -> InfillResult:
+    event, data = None, []
+    async for line in response.aiter_lines():
+        if line.startswith("event:"):
+            event = line[6:].strip()
+        elif line.startswith("data:"):
+            data.append(line[5:].strip())
+        elif line == "" and event is not None:
+            payload = json.loads("\n".join(data))
+            if event == "canvas":
+                on_event(CanvasEvent(**payload))
+            elif event == "result":
+                return InfillResult.from_dict(payload)
+            elif event == "error":
+                _raise_error(payload.get("status", 500), payload.get("error", "engine error"))
+            event, data = None, []
+    raise EngineUnavailable("engine closed the stream without a result")
+
+
+def _checked(r: httpx.Response) -> dict[str, Any]:
+    try:
+        payload = r.json()
+    except ValueError:
+        payload = {"error": r.text}
+    if r.status_code >= 400:
+        _raise_error(r.status_code, payload.get("error", r.text))
+    return payload
+
+
+def _raise_error(status: int, message: str):
+    if status == 429 or status == 503 and "busy" in message:
+        raise EngineBusy(message)
+    if status == 499:
+        raise RequestCancelled(message)
+    if 400 <= status < 500:
+        raise ProtocolError(message)
+    raise EngineUnavailable(f"engine error {status}: {message}")
+
+
+# ------------------------------------------------------------- OpenAI FIM
+
+
+class OpenAIFimClient(EngineClient):
+    """Any OpenAI-compatible completions endpoint with fill-in-the-middle (`suffix`).
+
+    One HTTP request per hole, sent concurrently; diffusion statistics are
+    unknown there, so passes are reported as 0.
+    """
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, timeout_s: float = 30.0) -> None:
+        self.model = model
+        headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+        self._http = httpx.AsyncClient(base_url=base_url.rstrip("/"), headers=headers, timeout=timeout_s)
+
+    async def _one(self, request: InfillRequest, i: int) -> HoleResult:
+        hole = request.holes[i]
+        body = {
+            "model": self.model,
+            "prompt": hole.prefix,
+            "suffix": hole.suffix,
+            "max_tokens": hole.max_tokens,
+            "temperature": request.params.temperature,
+        }
+        try:
+            r = await self._http.post("/v1/completions", json=body)
+        except httpx.TransportError as exc:
+            raise EngineUnavailable(f"FIM endpoint unreachable: {exc}") from exc
+        payload = _checked(r)
+        choice = payload["choices"][0]
+        reason = "max_tokens" if choice.get("finish_reason") == "length" else "end"
+        tokens = int(payload.get("usage", {}).get("completion_tokens", 0))
+        return HoleResult(text=choice.get("text", ""), finish_reason=reason, passes=0, tokens=tokens)
+
+    async def infill(self, request: InfillRequest, on_event: EventCallback | None = None) -> InfillResult:
+        start = time.perf_counter()
+        holes = await asyncio.gather(*(self._one(request, i) for i in range(len(request.holes))))
+        return InfillResult(request_id=request.request_id, holes=list(holes), model=self.model,
+                            elapsed_ms=(time.perf_counter() - start) * 1000)
+
+    async def health(self) -> dict[str, Any]:
+        return {"status": "ok", "model": self.model, "kind": "openai-fim"}
+
+    async def close(self) -> None:
+        await self._http.aclose()

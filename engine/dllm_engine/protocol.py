@@ -1,0 +1,208 @@
+"""The bridge between callers and the engine: plain dataclasses, no torch.
+
+`dllm_lsp` (server, batch command) builds an `InfillRequest`, an engine client
+carries it in-process or over HTTP as JSON, and the engine answers with an
+`InfillResult`. Nothing here imports torch, so the language server can import
+this module and still start in well under a second.
+
+Validation lives here too (`from_dict` raises `ProtocolError` with a message a
+user can act on); the daemon turns it into HTTP 400.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Confidence = Literal["max_prob", "margin", "neg_entropy"]
+Priority = Literal["interactive", "batch"]
+FinishReason = Literal["end", "max_tokens", "cancelled", "deadline", "error"]
+
+CONFIDENCE_KINDS: tuple[str, ...] = ("max_prob", "margin", "neg_entropy")
+PRIORITIES: tuple[str, ...] = ("interactive", "batch")
+
+
+class ProtocolError(ValueError):
+    """A request that cannot be served as written (a 4xx, never a crash)."""
+
+
+class EngineBusy(RuntimeError):
+    """The engine's queue is full; the caller should retry or drop the request."""
+
+
+class RequestCancelled(RuntimeError):
+    """The request was cancelled before it finished."""
+
+
+@dataclass(frozen=True)
+class DiffusionParams:
+    """Per-request denoising settings (the engine's own defaults live in EngineConfig)."""
+
+    # Commit every masked slot whose confidence clears this (at least one per pass).
+    # 1.0 or more means "one token per pass", the reference samplers' behaviour.
+    threshold: float = 0.9
+    confidence: Confidence = "max_prob"
+    temperature: float = 0.0
+    top_p: float = 1.0
+    # Re-mask committed tokens whose probability fell below this (0 disables).
+    remask_below: float = 0.0
+    # Hard cap on denoising passes per hole (None: canvas length, the worst case).
+    max_passes: int | None = None
+    seed: int = 0
+
+    def validate(self) -> None:
+        if not (0.0 < self.threshold <= 2.0):
+            raise ProtocolError(f"threshold must be in (0, 2], got {self.threshold!r}")
+        if self.confidence not in CONFIDENCE_KINDS:
+            raise ProtocolError(f"confidence must be one of {CONFIDENCE_KINDS}, got {self.confidence!r}")
+        if not (0.0 <= self.temperature <= 10.0):
+            raise ProtocolError(f"temperature must be in [0, 10], got {self.temperature!r}")
+        if not (0.0 < self.top_p <= 1.0):
+            raise ProtocolError(f"top_p must be in (0, 1], got {self.top_p!r}")
+        if not (0.0 <= self.remask_below < 1.0):
+            raise ProtocolError(f"remask_below must be in [0, 1), got {self.remask_below!r}")
+        if self.max_passes is not None and not (1 <= self.max_passes <= 4096):
+            raise ProtocolError(f"max_passes must be in [1, 4096], got {self.max_passes!r}")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise ProtocolError(f"seed must be a non-negative integer, got {self.seed!r}")
+
+
+@dataclass(frozen=True)
+class Hole:
+    """One span to fill: the text before it and the text after it.
+
+    `prefix` and `suffix` are already trimmed by the caller to its token budget
+    (the engine refuses a context longer than the model's window).
+    `max_tokens` bounds the fill; `bucket` optionally fixes the first canvas
+    length (otherwise the engine picks the smallest bucket, then grows).
+    """
+
+    prefix: str
+    suffix: str = ""
+    max_tokens: int = 64
+    bucket: int | None = None
+
+    def validate(self) -> None:
+        if not isinstance(self.prefix, str) or not isinstance(self.suffix, str):
+            raise ProtocolError("prefix and suffix must be strings")
+        if not (1 <= self.max_tokens <= 1024):
+            raise ProtocolError(f"max_tokens must be in [1, 1024], got {self.max_tokens!r}")
+        if self.bucket is not None and not (1 <= self.bucket <= self.max_tokens):
+            raise ProtocolError(f"bucket must be in [1, max_tokens], got {self.bucket!r}")
+
+
+@dataclass
+class InfillRequest:
+    """Several holes of one file, filled in one batch against their contexts."""
+
+    holes: list[Hole]
+    params: DiffusionParams = field(default_factory=DiffusionParams)
+    priority: Priority = "interactive"
+    # Seconds from submission after which the engine stops and returns what it has.
+    deadline_s: float | None = None
+    # Send intermediate canvases to a stream callback (SSE on the daemon).
+    stream: bool = False
+    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def validate(self) -> None:
+        if not self.holes:
+            raise ProtocolError("a request needs at least one hole")
+        if len(self.holes) > 256:
+            raise ProtocolError(f"at most 256 holes per request, got {len(self.holes)}")
+        for hole in self.holes:
+            hole.validate()
+        self.params.validate()
+        if self.priority not in PRIORITIES:
+            raise ProtocolError(f"priority must be one of {PRIORITIES}, got {self.priority!r}")
+        if self.deadline_s is not None and not (0.0 < self.deadline_s <= 3600.0):
+            raise ProtocolError(f"deadline_s must be in (0, 3600], got {self.deadline_s!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "InfillRequest":
+        if not isinstance(data, dict):
+            raise ProtocolError("request body must be a JSON object")
+        holes_raw = data.get("holes")
+        if not isinstance(holes_raw, list):
+            raise ProtocolError("'holes' must be a list of {prefix, suffix, max_tokens?, bucket?}")
+        holes = [_build(Hole, h, "hole") for h in holes_raw]
+        params = _build(DiffusionParams, data.get("params") or {}, "params")
+        known = {"holes", "params", "priority", "deadline_s", "stream", "request_id"}
+        unknown = set(data) - known
+        if unknown:
+            raise ProtocolError(f"unknown request fields: {sorted(unknown)}")
+        kwargs: dict[str, Any] = {"holes": holes, "params": params}
+        for key in ("priority", "deadline_s", "stream", "request_id"):
+            if key in data and data[key] is not None:
+                kwargs[key] = data[key]
+        req = cls(**kwargs)
+        try:
+            req.validate()
+        except TypeError as exc:  # e.g. a string where a number belongs
+            raise ProtocolError(f"bad field type: {exc}") from None
+        return req
+
+
+@dataclass
+class HoleResult:
+    text: str
+    finish_reason: FinishReason
+    passes: int
+    tokens: int  # tokens committed in the fill (padding excluded)
+    # Tokens committed at each pass, for "tokens per pass" statistics.
+    committed_per_pass: list[int] = field(default_factory=list)
+
+
+@dataclass
+class InfillResult:
+    request_id: str
+    holes: list[HoleResult]
+    model: str
+    elapsed_ms: float
+    queued_ms: float = 0.0
+    context_tokens: int = 0  # context tokens over all holes
+    cached_tokens: int = 0  # of which were served by the context cache
+
+    @property
+    def passes(self) -> int:
+        return max((h.passes for h in self.holes), default=0)
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "InfillResult":
+        holes = [HoleResult(**h) for h in data["holes"]]
+        rest = {k: v for k, v in data.items() if k != "holes"}
+        return cls(holes=holes, **rest)
+
+
+@dataclass
+class CanvasEvent:
+    """An intermediate canvas, streamed while a request denoises."""
+
+    request_id: str
+    hole: int
+    step: int
+    text: str  # committed tokens so far, masks shown as MASK_GLYPH
+    masked: int
+
+
+MASK_GLYPH = "\u2591"  # light shade: how a still-masked slot is shown in a streamed canvas
+
+
+def _build(cls: type, data: Any, what: str):
+    if not isinstance(data, dict):
+        raise ProtocolError(f"{what} must be a JSON object")
+    names = {f.name for f in dataclasses.fields(cls)}
+    unknown = set(data) - names
+    if unknown:
+        raise ProtocolError(f"unknown {what} fields: {sorted(unknown)}")
+    try:
+        return cls(**data)
+    except TypeError as exc:  # missing required field
+        raise ProtocolError(f"bad {what}: {exc}") from None

@@ -1,0 +1,90 @@
+"""The masked-diffusion loss on the canvas, plus a next-token loss on the context.
+
+Diffusion: per row a masking level t ~ U(eps, 1] (stratified across the batch
+to cut variance), each canvas slot masked with probability t; cross-entropy on
+the masked slots weighted by 1/t and normalised by the canvas size (the
+masked-diffusion ELBO as in MDLM/LLaDA). Some rows instead keep a committed
+head and mask only after it, the state the engine is in after it grows a
+canvas. The auxiliary loss (default-model-notes.md) is next-token cross-entropy
+on a random fraction of the causal context positions: it teaches the context
+encoder language at little cost, since the lm_head runs only on chosen rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from ..model import DiffusionTransformer
+from .canvas import IGNORE, Batch
+
+
+@dataclass
+class LossConfig:
+    eps: float = 1e-3
+    head_committed_p: float = 0.15
+    aux_weight: float = 0.5
+    aux_fraction: float = 0.2
+
+
+def hidden_states(model: DiffusionTransformer, ids: torch.Tensor, positions: torch.Tensor,
+                  mask: torch.Tensor) -> torch.Tensor:
+    """Final normed hidden states [B, S, D]; the lm_head is applied only where a loss needs it."""
+    x = model.model.embed_tokens(ids)
+    cos, sin = model.rope(positions)
+    cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+    for layer in model.model.layers:
+        x, _ = layer(x, cos, sin, mask, None)
+    return model.model.norm(x)
+
+
+def sample_canvas_mask(canvas: torch.Tensor, gen: torch.Generator, cfg: LossConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """(masked bool [B, L], t [B]); every row has at least one masked slot."""
+    b, length = canvas.shape
+    u = torch.rand((), generator=gen)
+    t = ((u + torch.arange(b) / b) % 1.0) * (1 - cfg.eps) + cfg.eps
+    r = torch.rand((b, length), generator=gen)
+    masked = r < t[:, None]
+    head = torch.rand(b, generator=gen) < cfg.head_committed_p
+    k = (torch.rand(b, generator=gen) * length).long()
+    after_head = torch.arange(length)[None] >= k[:, None]
+    masked = torch.where(head[:, None], masked & after_head, masked)
+    # a row with nothing masked gets its least-likely-kept slot masked (after the head, if any)
+    none = ~masked.any(dim=1)
+    fallback = torch.where(head[:, None], torch.where(after_head, r, 2.0), r).argmin(dim=1)
+    masked[none, fallback[none]] = True
+    return masked, t
+
+
+def diffusion_loss(model: DiffusionTransformer, batch: Batch, gen: torch.Generator, mask_id: int,
+                   cfg: LossConfig, hidden_fn=hidden_states) -> tuple[torch.Tensor, dict[str, float]]:
+    """(loss, stats); `hidden_fn` may be a torch.compile'd hidden_states."""
+    masked_cpu, t_cpu = sample_canvas_mask(batch.canvas.cpu(), gen, cfg)
+    device = batch.canvas.device
+    masked, t = masked_cpu.to(device), t_cpu.to(device)
+    noisy = torch.where(masked, torch.full_like(batch.canvas, mask_id), batch.canvas)
+    ids = torch.cat((batch.context_ids, noisy), dim=1)
+    h = hidden_fn(model, ids, batch.positions, batch.mask)
+    t_max = batch.context_ids.shape[1]
+    b, length = batch.canvas.shape
+
+    logits = model.lm_head(h[:, t_max:][masked]).float()  # [M, V]
+    ce = F.cross_entropy(logits, batch.canvas[masked], reduction="none")
+    weight = (1.0 / t)[:, None].expand(b, length)[masked]
+    diff = (ce * weight).sum() / (b * length)
+    stats = {"diff_loss": diff.item(), "masked_ce": ce.detach().mean().item()}
+    loss = diff
+
+    if cfg.aux_weight > 0:
+        valid = batch.next_targets != IGNORE
+        pick_cpu = torch.rand(batch.next_targets.shape, generator=gen) < cfg.aux_fraction
+        pick = valid & pick_cpu.to(device)
+        if pick.any():
+            aux_logits = model.lm_head(h[:, :t_max][pick]).float()
+            aux = F.cross_entropy(aux_logits, batch.next_targets[pick])
+            loss = loss + cfg.aux_weight * aux
+            stats["next_ce"] = aux.item()
+    stats["loss"] = loss.item()
+    return loss, stats

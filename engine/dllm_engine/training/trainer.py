@@ -1,0 +1,227 @@
+"""The training loop: AdamW, warmup + cosine, resumable state, loss curve, native exports.
+
+A run directory holds `state.pt` (model, optimizer, step, tokens, seconds: the
+data position is the step, see batches.py), `loss.csv` and its plot,
+`last/` and `best/` (native checkpoints: config.json, bf16 model.safetensors,
+tokenizer.json; best = lowest held-out masked cross-entropy).
+The schedule's progress is max(step / max_steps, seconds / time_budget), so a
+run given a wall-clock budget still ends with a decayed learning rate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import torch
+
+from .. import ops
+from ..checkpoint import save_native
+from ..model import DiffusionTransformer
+from ..model_config import ModelConfig
+from .batches import BatchStream, StreamConfig
+from .canvas import SpecialIds
+from .holes import HoleSampler
+from .loss_curve import LossLog, plot
+from .objective import LossConfig, diffusion_loss, hidden_states
+from .token_data import TokenCorpus
+
+STATE_FILE = "state.pt"
+
+
+@dataclass
+class TrainConfig:
+    out_dir: Path
+    data_dir: Path
+    tokenizer: Path
+    heldout_dir: Path | None = None
+    model: dict = field(default_factory=dict)  # ModelConfig overrides of the default shape
+    stream: StreamConfig = field(default_factory=StreamConfig)
+    loss: LossConfig = field(default_factory=LossConfig)
+    lr: float = 2e-3
+    min_lr_ratio: float = 0.1
+    warmup_steps: int = 100
+    weight_decay: float = 0.1
+    grad_clip: float = 1.0
+    max_steps: int = 100_000
+    time_budget_s: float | None = None
+    save_every_s: float = 300.0
+    log_every: int = 10
+    eval_every: int = 200
+    eval_batches: int = 8
+    device: str = "auto"
+    threads: int = 1
+    compile: bool = False
+
+
+def lr_at(cfg: TrainConfig, step: int, seconds: float) -> float:
+    if step < cfg.warmup_steps:
+        return cfg.lr * (step + 1) / cfg.warmup_steps
+    progress = (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps)
+    if cfg.time_budget_s:
+        progress = max(progress, seconds / cfg.time_budget_s)
+    progress = min(1.0, progress)
+    floor = cfg.lr * cfg.min_lr_ratio
+    return floor + (cfg.lr - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+def pick_device(name: str) -> torch.device:
+    if name == "auto":
+        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    return torch.device(name)
+
+
+class Trainer:
+    def __init__(self, cfg: TrainConfig) -> None:
+        from ..default_model_config import default_model_config
+        from ..tokenizer import TextTokenizer
+
+        self.cfg = cfg
+        self.device = pick_device(cfg.device)
+        if self.device.type == "cpu":
+            torch.set_num_threads(cfg.threads)
+        # The Triton kernels behind dllm_engine.ops are inference-only (no backward): train on the torch ops.
+        ops._kernels = None
+        tok = TextTokenizer(cfg.tokenizer)
+        self.model_cfg: ModelConfig = default_model_config(tok, **cfg.model)
+        self.ids = SpecialIds(pad=self.model_cfg.pad_token_id, mask=self.model_cfg.mask_token_id,
+                              suffix=self.model_cfg.suffix_token_id, prefix=self.model_cfg.prefix_token_id)
+        vocab = tok._tok.get_vocab()
+        corpus = TokenCorpus.open(cfg.data_dir)
+        self.sampler = HoleSampler.from_vocab(vocab, corpus.newline_id)
+        self.stream = BatchStream(corpus, self.sampler, self.ids, cfg.stream)
+        self.heldout = None
+        if cfg.heldout_dir is not None:
+            held_cfg = StreamConfig(**{**asdict(cfg.stream), "seed": 987_654})
+            self.heldout = BatchStream(TokenCorpus.open(cfg.heldout_dir), self.sampler, self.ids, held_cfg)
+        torch.manual_seed(cfg.stream.seed)
+        self.model = DiffusionTransformer(self.model_cfg).to(self.device)
+        self._init_weights()
+        decay = [p for n, p in self.model.named_parameters() if p.dim() >= 2]
+        no_decay = [p for n, p in self.model.named_parameters() if p.dim() < 2]
+        self.opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
+                                      {"params": no_decay, "weight_decay": 0.0}],
+                                     lr=cfg.lr, betas=(0.9, 0.95), eps=1e-8)
+        self.step, self.tokens, self.seconds, self.best = 0, 0, 0.0, float("inf")
+        self.log = LossLog(cfg.out_dir / "loss.csv")
+        self.hidden_fn = torch.compile(hidden_states, dynamic=True) if cfg.compile else hidden_states
+
+    def _init_weights(self) -> None:
+        std = 0.02
+        for name, p in self.model.named_parameters():
+            if p.dim() >= 2:
+                # residual outputs scaled down with depth (GPT-2) so the stream starts near identity
+                scale = 1 / math.sqrt(2 * self.model_cfg.num_layers) if name.endswith(("o_proj.weight", "down_proj.weight")) else 1.0
+                torch.nn.init.normal_(p, std=std * scale)
+
+    # -- state --------------------------------------------------------------
+    def save_state(self) -> None:
+        out = self.cfg.out_dir
+        out.mkdir(parents=True, exist_ok=True)
+        state = {"model": self.model.state_dict(), "opt": self.opt.state_dict(), "step": self.step,
+                 "tokens": self.tokens, "seconds": self.seconds, "best": self.best,
+                 "model_config": asdict(self.model_cfg)}
+        tmp = out / (STATE_FILE + ".tmp")
+        torch.save(state, tmp)
+        tmp.replace(out / STATE_FILE)
+        self.export(out / "last")
+
+    def load_state(self) -> bool:
+        path = self.cfg.out_dir / STATE_FILE
+        if not path.exists():
+            return False
+        state = torch.load(path, map_location=self.device, weights_only=True)
+        self.model.load_state_dict(state["model"])
+        self.opt.load_state_dict(state["opt"])
+        self.step, self.tokens, self.seconds, self.best = state["step"], state["tokens"], state["seconds"], state["best"]
+        self.log.truncate_after(self.step)
+        return True
+
+    def export(self, directory: Path) -> None:
+        tmp = directory.with_name(directory.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        save_native(self.model, tmp)
+        shutil.copy(self.cfg.tokenizer, tmp / "tokenizer.json")
+        (tmp / "training.json").write_text(json.dumps(
+            {"step": self.step, "tokens": self.tokens, "seconds": round(self.seconds, 1),
+             "best_heldout_masked_ce": self.best, "device": str(self.device),
+             "context_budget": self.cfg.stream.context_budget}, indent=1) + "\n")
+        shutil.rmtree(directory, ignore_errors=True)
+        tmp.replace(directory)
+
+    # -- loop ---------------------------------------------------------------
+    def _autocast(self):
+        if self.device.type == "cuda":
+            return torch.autocast("cuda", dtype=torch.bfloat16)
+        return torch.autocast("cpu", enabled=False)
+
+    def train_step(self) -> dict:
+        batch = self.stream.batch(self.step).to(self.device)
+        gen = torch.Generator().manual_seed(self.cfg.stream.seed * 1_000_003 + self.step)
+        lr = lr_at(self.cfg, self.step, self.seconds)
+        for group in self.opt.param_groups:
+            group["lr"] = lr
+        self.model.train()
+        with self._autocast():
+            loss, stats = diffusion_loss(self.model, batch, gen, self.ids.mask, self.cfg.loss, self.hidden_fn)
+        self.opt.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+        self.opt.step()
+        self.step += 1
+        self.tokens += batch.num_tokens
+        return {**stats, "lr": lr}
+
+    @torch.no_grad()
+    def evaluate(self) -> dict:
+        self.model.eval()
+        totals: dict[str, float] = {}
+        for k in range(self.cfg.eval_batches):
+            batch = self.heldout.batch(k).to(self.device)
+            gen = torch.Generator().manual_seed(k)
+            with self._autocast():
+                _, stats = diffusion_loss(self.model, batch, gen, self.ids.mask, self.cfg.loss)
+            for key, v in stats.items():
+                totals[key] = totals.get(key, 0.0) + v / self.cfg.eval_batches
+        return totals
+
+    def run(self, on_log=print) -> None:
+        cfg = self.cfg
+        cfg.out_dir.mkdir(parents=True, exist_ok=True)
+        last_save = time.monotonic()
+        window_t, window_tok = time.monotonic(), self.tokens
+        while self.step < cfg.max_steps and not (cfg.time_budget_s and self.seconds >= cfg.time_budget_s):
+            t0 = time.monotonic()
+            stats = self.train_step()
+            self.seconds += time.monotonic() - t0
+            if self.step % cfg.log_every == 0:
+                now = time.monotonic()
+                rate = (self.tokens - window_tok) / max(1e-9, now - window_t)
+                window_t, window_tok = now, self.tokens
+                row = {"split": "train", "step": self.step, "tokens": self.tokens, "seconds": self.seconds,
+                       "tokens_per_s": rate, **stats}
+                self.log.append(row)
+                on_log(row)
+            if self.heldout is not None and self.step % cfg.eval_every == 0:
+                self._evaluate_and_keep_best(on_log)
+            if time.monotonic() - last_save >= cfg.save_every_s:
+                self.save_state()
+                plot(self.log.path, cfg.out_dir / "loss")
+                last_save = time.monotonic()
+        if self.heldout is not None and self.step % cfg.eval_every != 0:
+            self._evaluate_and_keep_best(on_log)
+        self.save_state()
+        plot(self.log.path, cfg.out_dir / "loss")
+
+    def _evaluate_and_keep_best(self, on_log) -> None:
+        ev = self.evaluate()
+        row = {"split": "heldout", "step": self.step, "tokens": self.tokens, "seconds": self.seconds, **ev}
+        self.log.append(row)
+        on_log(row)
+        if ev["masked_ce"] < self.best:
+            self.best = ev["masked_ce"]
+            self.export(self.cfg.out_dir / "best")

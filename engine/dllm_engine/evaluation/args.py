@@ -1,0 +1,31 @@
+"""`dllm-lsp eval` options (argparse only, so registering the command imports nothing heavy)."""
+
+from __future__ import annotations
+
+from .tasks import DEFAULT_DATA_DIR
+
+ARM_KEYS = {"empty": 0, "var-thr": 1, "var-1": 2, "ora-thr": 3, "ora-1": 4}
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--model", default=None, help="checkpoint folder or hub id (default: the embedded model)")
+    p.add_argument("--endpoint", help="evaluate a running engine instead (daemon URL or OpenAI-compatible base URL)")
+    p.add_argument("--kind", choices=("daemon", "openai"), default="daemon")
+    p.add_argument("--openai-model", help="model name for an OpenAI-compatible endpoint")
+    p.add_argument("--token", help="daemon auth token")
+    p.add_argument("--benchmarks", default="single-line,heldout",
+                   help="comma list: single-line, multi-line, random-span, random-span-light, heldout")
+    p.add_argument("--limit", type=int, default=None, help="at most this many tasks per HumanEval benchmark")
+    p.add_argument("--stride", type=int, default=None, help="take every Nth task (spreads a sample over the set)")
+    p.add_argument("--heldout-count", type=int, default=60)
+    p.add_argument("--manifest", help="corpus manifest whose held-out files to use (default: rebuilt from the stdlib)")
+    p.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
+    p.add_argument("--arms", default="all", help=f"'all' or a comma list of {sorted(ARM_KEYS)}")
+    p.add_argument("--threshold", type=float, default=0.9, help="confidence threshold of the threshold arms")
+    p.add_argument("--context-tokens", type=int, default=None, help="trim prefix+suffix to this many tokens")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds per test program")
+    p.add_argument("--workers", type=int, default=0, help="parallel test programs (default: cores)")
+    p.add_argument("--threads", type=int, default=1, help="torch threads for the in-process engine")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--out-json")
+    p.add_argument("--out-md")

@@ -1,0 +1,88 @@
+"""The evaluation harness scores known-correct and known-wrong fills correctly, in subprocesses."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from dllm_engine.evaluation import execution
+from dllm_engine.evaluation.harness import Arm, ContextTrimmer, evaluate
+from dllm_engine.evaluation.report import markdown, summarize
+from dllm_engine.evaluation.tasks import DEFAULT_DATA_DIR, Task, cut_heldout, load_humaneval
+from dllm_engine.protocol import HoleResult, InfillResult
+
+needs_data = pytest.mark.skipif(not DEFAULT_DATA_DIR.exists(), reason="HumanEval infilling data not on this machine")
+
+
+@needs_data
+def test_canonical_fills_pass_and_wrong_fills_fail():
+    tasks = [t for t in load_humaneval("single-line", stride=7) if t.middle.strip().startswith("return ")][:3]
+    assert len(tasks) == 3 and all(t.executable for t in tasks)
+    good = execution.run_programs([t.program(t.middle) for t in tasks], timeout_s=20)
+    assert [r.status for r in good] == ["passed"] * 3
+    indent = [t.middle[:len(t.middle) - len(t.middle.lstrip())] for t in tasks]
+    wrong = execution.run_programs([t.program(ind + "return None\n") for t, ind in zip(tasks, indent)], timeout_s=20)
+    assert all(r.status == "failed" for r in wrong), [r.status for r in wrong]
+    broken = execution.run_programs([tasks[0].program(indent[0] + "return (\n")], timeout_s=20)
+    assert broken[0].status == "syntax_error" and not broken[0].syntax_ok
+
+
+def test_runner_times_out_and_never_runs_code_in_process(tmp_path):
+    marker = tmp_path / "ran"
+    src = f"open({str(marker)!r}, 'w').write('x')\nwhile True:\n    pass\n"
+    assert execution.run_program(src, timeout_s=1.0).status == "timeout"
+    assert marker.exists()  # it ran, in a child process that the timeout killed
+    assert execution.syntax_ok(["x = 1\n", "def f(:\n"]) == [True, False]
+
+
+class FakeClient:
+    """Answers each hole with a scripted fill (no model): isolates the harness's scoring."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        self.answers = answers
+
+    async def infill(self, request, on_event=None):
+        hole = request.holes[0]
+        text = self.answers.get(hole.prefix[-40:], "")
+        return InfillResult(request_id=request.request_id, model="fake", elapsed_ms=1.0,
+                            holes=[HoleResult(text=text, finish_reason="end", passes=2, tokens=4,
+                                              committed_per_pass=[3, 1])])
+
+    async def close(self):
+        pass
+
+
+@needs_data
+def test_harness_scores_arms_and_reports():
+    tasks = load_humaneval("single-line", limit=2, stride=100)
+    client = FakeClient({t.prefix[-40:]: t.middle for t in tasks[:1]})  # right on task 0, empty on task 1
+    arms = [Arm("empty", empty=True), Arm("model", threshold=0.9)]
+    outcomes = asyncio.run(evaluate(client, tasks, arms, ContextTrimmer(None, None), {"single-line": 64}))
+    rows = {r["arm"]: r for r in summarize(outcomes)}
+    assert rows["model"]["pass@1"] == 50.0 and rows["model"]["exact_match"] == 50.0
+    assert rows["model"]["passes_per_infill"] == 2 and rows["model"]["tokens_per_pass"] == 2.0
+    assert rows["empty"]["exact_match"] == 0.0 and rows["empty"]["passes_per_infill"] is None
+    assert "| single-line | model | 2 | 50.0 |" in markdown(summarize(outcomes))
+
+
+def test_heldout_cut_is_deterministic_and_scored_by_exact_match_and_syntax(tmp_path):
+    src = tmp_path / "mod.py"
+    src.write_text("".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(20)))
+    a, b = cut_heldout([src], 9, seed=1), cut_heldout([src], 9, seed=1)
+    assert a == b and {t.benchmark for t in a} == {"heldout-line", "heldout-lines", "heldout-span"}
+    for t in a:
+        assert t.prefix + t.middle + t.suffix == src.read_text()
+    task = a[0]
+    client = FakeClient({task.prefix[-40:]: task.middle})
+    outcomes = asyncio.run(evaluate(client, [task], [Arm("m")], ContextTrimmer(None, None), {}))
+    assert outcomes[0].exact and outcomes[0].syntax_ok and outcomes[0].passed is None
+
+
+def test_trimmer_keeps_the_text_next_to_the_hole(tokenizer):
+    trim = ContextTrimmer(tokenizer, 20)
+    prefix = "".join(f"a{i} = {i}\n" for i in range(50))
+    suffix = "".join(f"b{i} = {i}\n" for i in range(50))
+    p, s = trim(prefix, suffix)
+    assert prefix.endswith(p) and suffix.startswith(s)
+    assert len(tokenizer.encode(p)) + len(tokenizer.encode(s)) <= 18 and len(p) > len(s) > 0

@@ -232,8 +232,11 @@ class Engine:
         for row, a in enumerate(active):
             canvases[row, : a.canvas.numel()] = a.canvas
         valid = torch.arange(width, device=self.runner.device)[None] < lengths[:, None]
-        logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths)
         params = [a.params for a in active]
+        masked = (canvases == self.special.mask) & valid
+        # The LM head only where a token may be committed, unless re-masking needs every slot.
+        rows = None if any(p.remask_below > 0 for p in params) else masked
+        logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows)
         out = denoise_pass(
             logits, canvases, valid, self.special,
             threshold=torch.tensor([p.threshold for p in params], device=self.runner.device),
@@ -244,7 +247,6 @@ class Engine:
         )
         last_pass = torch.tensor([p.max_passes is not None and a.passes + 1 >= p.max_passes
                                   for a, p in zip(active, params)], device=self.runner.device)
-        masked = (canvases == self.special.mask) & valid
         commit = out.commit | (masked & last_pass[:, None])  # the pass cap commits what is left
         new_canvases = torch.where(commit, out.tokens, canvases)
         committed = commit.sum(-1).tolist()

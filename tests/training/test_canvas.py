@@ -11,7 +11,7 @@ from dllm_engine.model import DiffusionTransformer
 from dllm_engine.training.batches import BatchStream, StreamConfig
 from dllm_engine.training.canvas import IGNORE, SpecialIds, build_canvas, collate, sample_example
 from dllm_engine.training.holes import HoleSampler, length_range
-from dllm_engine.training.objective import hidden_states
+from dllm_engine.training.objective import LossConfig, hidden_states, sample_canvas_mask
 from dllm_engine.training.token_data import TokenCorpus
 
 IDS = SpecialIds(pad=0, mask=1, suffix=3, prefix=4)
@@ -39,7 +39,7 @@ def test_line_holes_start_and_end_at_newline_boundaries(tokenizer, tiny_data):
     kinds = set()
     for _ in range(300):
         f = corpus.file(int(rng.integers(corpus.num_files)))
-        mode = ["fit", "loose", "trunc"][int(rng.integers(3))]
+        mode = ["first", "grown", "oracle", "loose"][int(rng.integers(4))]
         span = sampler.sample(rng, f, mode, 16)
         lo, hi = length_range(mode, 16)
         assert lo <= span.length <= hi or span.kind == "span" and span.length == len(f)
@@ -57,7 +57,7 @@ def test_example_context_is_suffix_then_prefix_around_the_hole(tokenizer, tiny_d
     sampler = _sampler(tokenizer, corpus)
     rng = np.random.default_rng(3)
     for _ in range(50):
-        ex = sample_example(rng, corpus, sampler, IDS, "fit", 16, 64, corpus.file_weights())
+        ex = sample_example(rng, corpus, sampler, IDS, "loose", 16, 64, corpus.file_weights())
         ctx = ex.context.tolist()
         assert ctx[0] == IDS.suffix and ctx.count(IDS.prefix) == 1
         pre = ctx[ctx.index(IDS.prefix) + 1:]
@@ -69,7 +69,7 @@ def test_example_context_is_suffix_then_prefix_around_the_hole(tokenizer, tiny_d
         n = len(joined)
         assert any(whole[i:i + n] == joined for i in range(len(whole) - n + 1))
         assert ex.canvas[ex.hole_len:].tolist() == [IDS.pad] * (16 - ex.hole_len)
-        assert 8 <= ex.hole_len < 16 and len(ctx) <= 64 + 2  # budget counts prefix + suffix tokens
+        assert 1 <= ex.hole_len < 16 and ex.head == 0 and len(ctx) <= 64 + 2  # budget counts prefix + suffix tokens
 
 
 def test_batch_left_pads_and_masks_pads_out(tokenizer, tiny_data):
@@ -109,3 +109,22 @@ def test_training_forward_matches_cached_inference_forward(tokenizer, tiny_data)
             _, kv = model(ctx, torch.arange(n)[None], causal_mask(0, n, ctx.device), return_kv=True)
             canvas_logits, _ = model(noisy[i:i + 1], torch.arange(n, n + length)[None], None, past=kv)
             torch.testing.assert_close(canvas_logits[0], train_logits[i, t_max:], atol=1e-4, rtol=1e-4)
+
+
+def test_decoder_states_match_the_engine(tokenizer, tiny_data):
+    """First canvas: 8 slots, nothing committed; grown: head of L/2 never masked; oracle: fill == canvas."""
+    corpus = _corpus(tiny_data)
+    sampler = _sampler(tokenizer, corpus)
+    rng = np.random.default_rng(5)
+    p = corpus.file_weights()
+    for _ in range(40):
+        grown = sample_example(rng, corpus, sampler, IDS, "grown", 32, 64, p)
+        assert grown.head == 16 and grown.hole_len >= 16
+        assert (grown.canvas == IDS.pad).sum() == max(0, 32 - grown.hole_len)
+        oracle = sample_example(rng, corpus, sampler, IDS, "oracle", 11, 64, p)
+        assert oracle.hole_len == 11 and IDS.pad not in oracle.canvas.tolist()
+    canvas = torch.full((64, 32), 7)
+    heads = torch.tensor([16] * 32 + [0] * 32)
+    masked, t = sample_canvas_mask(canvas, heads, torch.Generator().manual_seed(0), LossConfig())
+    assert not masked[:32, :16].any() and masked.any(dim=1).all()
+    assert ((t > 0) & (t <= 1)).all()

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from .holes import HoleSampler
+from .holes import HoleSampler, committed_head
 from .token_data import TokenCorpus
 
 IGNORE = -100
@@ -38,6 +38,7 @@ class Example:
     canvas: np.ndarray  # L target tokens: hole head, then pads if the hole is shorter
     hole_len: int
     kind: str
+    head: int = 0  # leading canvas slots already committed (never masked)
 
 
 def build_canvas(hole: np.ndarray, canvas_len: int, pad_id: int) -> np.ndarray:
@@ -73,7 +74,8 @@ def sample_example(rng: np.random.Generator, corpus: TokenCorpus, sampler: HoleS
     n_pre, n_suf = split_budget(rng, budget, span.start, len(f) - span.end)
     prefix = np.asarray(f[span.start - n_pre:span.start], dtype=np.int64)
     suffix = np.asarray(f[span.end:span.end + n_suf], dtype=np.int64)
-    return Example(build_context(prefix, suffix, ids), build_canvas(hole, canvas_len, ids.pad), len(hole), span.kind)
+    return Example(build_context(prefix, suffix, ids), build_canvas(hole, canvas_len, ids.pad), len(hole), span.kind,
+                   committed_head(mode, canvas_len))
 
 
 @dataclass
@@ -82,12 +84,13 @@ class Batch:
     canvas: torch.Tensor  # [B, L] clean targets
     positions: torch.Tensor  # [B, T+L]
     context_lens: torch.Tensor  # [B]
+    heads: torch.Tensor  # [B] committed canvas head per row (never masked)
     next_targets: torch.Tensor  # [B, T] next-token targets for context slots, IGNORE on pads
     mask: torch.Tensor  # bool [B, 1, T+L, T+L], True = may attend
 
     def to(self, device: torch.device) -> "Batch":
         return Batch(*(getattr(self, f).to(device, non_blocking=True) for f in
-                       ("context_ids", "canvas", "positions", "context_lens", "next_targets", "mask")))
+                       ("context_ids", "canvas", "positions", "context_lens", "heads", "next_targets", "mask")))
 
     @property
     def num_tokens(self) -> int:
@@ -127,4 +130,5 @@ def collate(examples: list[Example], pad_id: int) -> Batch:
         pos[i, t_max - t:t_max] = torch.arange(t)
         pos[i, t_max:] = torch.arange(t, t + canvas_len)
     canvas = torch.from_numpy(np.stack([e.canvas for e in examples]))
-    return Batch(ctx, canvas, pos, lens, nxt, attention_mask(lens, t_max, canvas_len))
+    heads = torch.tensor([e.head for e in examples], dtype=torch.long)
+    return Batch(ctx, canvas, pos, lens, heads, nxt, attention_mask(lens, t_max, canvas_len))

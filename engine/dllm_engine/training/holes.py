@@ -7,11 +7,14 @@ boundaries (the tokenizer isolates "\\n", so a line tokenizes the same alone as
 inside its file); a whole line includes its indentation and its newline, as
 HumanEval's single-line middles do.
 
-The caller asks for a hole that fits a canvas of length L in one of three
-modes (the engine's convention, see canvas.py):
-  fit   L/2 <= n < L   the smallest bucket that holds the fill plus its end pad
-  loose 1 <= n < L     a canvas larger than needed (a caller-fixed bucket)
-  trunc n >= L         the canvas holds only the head; the engine grows it later
+The caller asks for a hole that suits a canvas of length L, in one of the
+states the engine's decoder actually visits (engine.py: a variable-length fill
+starts in the smallest bucket and doubles the canvas, keeping the committed
+head, until an end pad appears):
+  first   1 <= n          the first canvas, nothing committed yet (n >= L: no pad)
+  grown   L/2 <= n        a doubled canvas whose first L/2 slots are committed
+  oracle  n == L          a caller-given length (canvas = max_tokens = n)
+  loose   1 <= n < L      a caller-fixed bucket larger than the fill
 """
 
 from __future__ import annotations
@@ -39,13 +42,20 @@ class Span:
 
 def length_range(mode: str, canvas_len: int) -> tuple[int, int]:
     """Inclusive [lo, hi] hole lengths allowed for `mode` at canvas length L."""
-    if mode == "fit":
-        return max(1, canvas_len // 2), canvas_len - 1
+    if mode == "first":
+        return 1, 4 * MAX_HOLE
+    if mode == "grown":
+        return max(1, canvas_len // 2), 4 * canvas_len
+    if mode == "oracle":
+        return canvas_len, canvas_len
     if mode == "loose":
         return 1, canvas_len - 1
-    if mode == "trunc":
-        return canvas_len, 4 * canvas_len
     raise ValueError(f"unknown hole mode {mode!r}")
+
+
+def committed_head(mode: str, canvas_len: int) -> int:
+    """Slots at the start of the canvas that the decoder has already committed in this state."""
+    return canvas_len // 2 if mode == "grown" else 0
 
 
 class HoleSampler:
@@ -124,7 +134,7 @@ class HoleSampler:
         return Span(cut, stop, "line_rest")
 
     def _span(self, rng, f, lo: int, hi: int) -> Span:
-        hi = max(lo, min(hi, len(f) - 1))
+        hi = max(lo, min(hi, MAX_HOLE if lo <= MAX_HOLE else hi, len(f) - 1))
         n = int(np.exp(rng.uniform(np.log(lo), np.log(hi + 1))))
         n = min(max(n, lo), hi, len(f))
         start = int(rng.integers(0, len(f) - n + 1))

@@ -3,9 +3,10 @@
 Diffusion: per row a masking level t ~ U(eps, 1] (stratified across the batch
 to cut variance), each canvas slot masked with probability t; cross-entropy on
 the masked slots weighted by 1/t and normalised by the canvas size (the
-masked-diffusion ELBO as in MDLM/LLaDA). Some rows instead keep a committed
-head and mask only after it, the state the engine is in after it grows a
-canvas. The auxiliary loss (default-model-notes.md) is next-token cross-entropy
+masked-diffusion ELBO as in MDLM/LLaDA). Rows in a grown-canvas state keep
+their committed head unmasked, as the engine does after doubling a canvas.
+
+The auxiliary loss (default-model-notes.md) is next-token cross-entropy
 on a random fraction of the causal context positions: it teaches the context
 encoder language at little cost, since the lm_head runs only on chosen rows.
 """
@@ -24,7 +25,6 @@ from .canvas import IGNORE, Batch
 @dataclass
 class LossConfig:
     eps: float = 1e-3
-    head_committed_p: float = 0.15
     aux_weight: float = 0.5
     aux_fraction: float = 0.2
 
@@ -40,20 +40,18 @@ def hidden_states(model: DiffusionTransformer, ids: torch.Tensor, positions: tor
     return model.model.norm(x)
 
 
-def sample_canvas_mask(canvas: torch.Tensor, gen: torch.Generator, cfg: LossConfig) -> tuple[torch.Tensor, torch.Tensor]:
-    """(masked bool [B, L], t [B]); every row has at least one masked slot."""
+def sample_canvas_mask(canvas: torch.Tensor, heads: torch.Tensor, gen: torch.Generator,
+                       cfg: LossConfig) -> tuple[torch.Tensor, torch.Tensor]:
+    """(masked bool [B, L], t [B]): slots after each row's committed head are masked with
+    probability t; every row has at least one masked slot."""
     b, length = canvas.shape
     u = torch.rand((), generator=gen)
     t = ((u + torch.arange(b) / b) % 1.0) * (1 - cfg.eps) + cfg.eps
     r = torch.rand((b, length), generator=gen)
-    masked = r < t[:, None]
-    head = torch.rand(b, generator=gen) < cfg.head_committed_p
-    k = (torch.rand(b, generator=gen) * length).long()
-    after_head = torch.arange(length)[None] >= k[:, None]
-    masked = torch.where(head[:, None], masked & after_head, masked)
-    # a row with nothing masked gets its least-likely-kept slot masked (after the head, if any)
+    after_head = torch.arange(length)[None] >= heads[:, None]
+    masked = (r < t[:, None]) & after_head
     none = ~masked.any(dim=1)
-    fallback = torch.where(head[:, None], torch.where(after_head, r, 2.0), r).argmin(dim=1)
+    fallback = torch.where(after_head, r, 2.0).argmin(dim=1)  # the slot closest to being masked
     masked[none, fallback[none]] = True
     return masked, t
 
@@ -61,7 +59,7 @@ def sample_canvas_mask(canvas: torch.Tensor, gen: torch.Generator, cfg: LossConf
 def diffusion_loss(model: DiffusionTransformer, batch: Batch, gen: torch.Generator, mask_id: int,
                    cfg: LossConfig, hidden_fn=hidden_states) -> tuple[torch.Tensor, dict[str, float]]:
     """(loss, stats); `hidden_fn` may be a torch.compile'd hidden_states."""
-    masked_cpu, t_cpu = sample_canvas_mask(batch.canvas.cpu(), gen, cfg)
+    masked_cpu, t_cpu = sample_canvas_mask(batch.canvas.cpu(), batch.heads.cpu(), gen, cfg)
     device = batch.canvas.device
     masked, t = masked_cpu.to(device), t_cpu.to(device)
     noisy = torch.where(masked, torch.full_like(batch.canvas, mask_id), batch.canvas)

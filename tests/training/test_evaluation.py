@@ -69,7 +69,8 @@ def test_harness_scores_arms_and_reports():
 def test_heldout_cut_is_deterministic_and_scored_by_exact_match_and_syntax(tmp_path):
     src = tmp_path / "mod.py"
     src.write_text("".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(20)))
-    a, b = cut_heldout([src], 9, seed=1), cut_heldout([src], 9, seed=1)
+    sources = [(str(src), src.read_text())]
+    a, b = cut_heldout(sources, 9, seed=1), cut_heldout(sources, 9, seed=1)
     assert a == b and {t.benchmark for t in a} == {"heldout-line", "heldout-lines", "heldout-span"}
     for t in a:
         assert t.prefix + t.middle + t.suffix == src.read_text()
@@ -86,3 +87,14 @@ def test_trimmer_keeps_the_text_next_to_the_hole(tokenizer):
     p, s = trim(prefix, suffix)
     assert prefix.endswith(p) and suffix.startswith(s)
     assert len(tokenizer.encode(p)) + len(tokenizer.encode(s)) <= 18 and len(p) > len(s) > 0
+
+
+def test_heldout_texts_from_token_files_match_the_files(tiny_data):
+    import json
+
+    from dllm_engine.evaluation.tasks import heldout_sources
+
+    decoded = heldout_sources(token_dir=tiny_data / "heldout")
+    names = json.loads((tiny_data / "manifest.json").read_text())["heldout"]
+    assert [n for n, _ in decoded] == names
+    assert all(text == open(name).read() for name, text in decoded)

@@ -26,7 +26,7 @@ def _cfg(tiny_data, out, **kw) -> TrainConfig:
 def test_training_steps_reduce_loss_on_a_fixed_batch(tiny_data, tmp_path):
     torch.manual_seed(0)
     tr = Trainer(_cfg(tiny_data, tmp_path / "run", warmup_steps=1))
-    tr.stream.batch = lambda step, _b=tr.stream.batch(0): _b  # same batch, same masks below
+    tr.stream.batch = lambda step, with_mask=True, _b=tr.stream.batch(0): _b  # same batch, same masks below
     losses = []
     for _ in range(8):
         tr.step = 0  # fixed masking generator too

@@ -16,7 +16,7 @@ from pathlib import Path
 from .args import ARM_KEYS
 from .harness import Arm, ContextTrimmer, default_arms, evaluate, outcome_dicts
 from .report import markdown, summarize
-from .tasks import cut_heldout, heldout_files, load_humaneval
+from .tasks import cut_heldout, heldout_sources, load_humaneval
 
 MAX_TOKENS = {"single-line": 64, "multi-line": 128, "random-span": 128, "random-span-light": 128,
               "heldout-line": 64, "heldout-lines": 128, "heldout-span": 64}
@@ -44,7 +44,10 @@ def load_tokenizer(model: str | None):
     return TextTokenizer(path if path.exists() else DEFAULT_MODEL_DIR / "tokenizer.json")
 
 
-def context_budget(model: str | None, explicit: int | None) -> int | None:
+DEFAULT_CONTEXT_TOKENS = 1024  # for checkpoints that do not say what window they were trained with
+
+
+def context_budget(model: str | None, explicit: int | None) -> int:
     """Explicit --context-tokens, else the window the checkpoint was trained with (training.json)."""
     if explicit:
         return explicit
@@ -52,9 +55,9 @@ def context_budget(model: str | None, explicit: int | None) -> int | None:
 
     try:
         info = resolve_model_path(model) / "training.json"
-        return int(json.loads(info.read_text())["context_budget"]) if info.exists() else None
-    except Exception:
-        return None
+        return int(json.loads(info.read_text())["context_budget"]) if info.exists() else DEFAULT_CONTEXT_TOKENS
+    except (OSError, ValueError, KeyError):
+        return DEFAULT_CONTEXT_TOKENS
 
 
 def collect_tasks(args) -> list:
@@ -62,8 +65,9 @@ def collect_tasks(args) -> list:
     for bench in args.benchmarks.split(","):
         bench = bench.strip()
         if bench == "heldout":
-            files = heldout_files(Path(args.manifest) if args.manifest else None)
-            tasks += cut_heldout(files, args.heldout_count, seed=args.seed)
+            sources = heldout_sources(Path(args.manifest) if args.manifest else None,
+                                      Path(args.heldout_data) if args.heldout_data else None)
+            tasks += cut_heldout(sources, args.heldout_count, seed=args.seed)
         elif bench:
             tasks += load_humaneval(bench, Path(args.data_dir), args.limit, args.stride)
     return tasks

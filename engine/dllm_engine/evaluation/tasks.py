@@ -72,17 +72,10 @@ def _nonblank(line: str) -> bool:
     return bool(line.strip())
 
 
-def cut_heldout(files: list[Path], count: int, seed: int = 0) -> list[Task]:
-    """`count` holes over the files, a third each: one whole line, 2-4 whole lines, a character span."""
+def cut_heldout(sources: list[tuple[str, str]], count: int, seed: int = 0) -> list[Task]:
+    """`count` holes over (name, text) sources, a third each: one whole line, 2-4 whole lines, a character span."""
     rng = random.Random(seed)
-    texts = []
-    for path in sorted(files):
-        try:
-            text = Path(path).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
-        if text.count("\n") >= 20:
-            texts.append((str(path), text))
+    texts = [(name, text) for name, text in sorted(sources) if text.count("\n") >= 20]
     if not texts:
         raise ValueError("no usable held-out files (need at least 20 lines)")
     tasks: list[Task] = []
@@ -109,9 +102,29 @@ def cut_heldout(files: list[Path], count: int, seed: int = 0) -> list[Task]:
     return tasks
 
 
-def heldout_files(manifest_path: Path | None) -> list[Path]:
-    """The manifest's held-out files (built deterministically from the stdlib when no manifest is given)."""
+def heldout_sources(manifest_path: Path | None = None, token_dir: Path | None = None) -> list[tuple[str, str]]:
+    """(name, text) of the held-out files: decoded from a held-out token file (it travels with the
+    training data, e.g. to a GPU machine), else read from the manifest (rebuilt from the stdlib if absent)."""
+    if token_dir is not None:
+        from ..tokenizer import TextTokenizer
+        from ..training.token_data import TokenCorpus
+
+        corpus = TokenCorpus.open(token_dir)
+        tok_path = Path(corpus.meta["tokenizer"])
+        if not tok_path.exists():
+            from ..checkpoint import DEFAULT_MODEL_DIR
+
+            tok_path = DEFAULT_MODEL_DIR / "tokenizer.json"
+        tok = TextTokenizer(tok_path)
+        names = corpus.meta.get("files") or [f"file{i}" for i in range(corpus.num_files)]
+        return [(names[i], tok.decode(corpus.file(i).tolist())) for i in range(corpus.num_files)]
     from ..training.corpus import build_manifest, default_roots, read_manifest
 
     manifest = read_manifest(manifest_path) if manifest_path else build_manifest(default_roots())
-    return [Path(p) for p in manifest["heldout"]]
+    out = []
+    for path in manifest["heldout"]:
+        try:
+            out.append((path, Path(path).read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            continue
+    return out

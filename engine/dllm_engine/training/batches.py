@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+import torch.utils.data
 
 from .canvas import Batch, SpecialIds, collate, sample_example
 from .holes import MAX_HOLE, HoleSampler
@@ -54,7 +55,7 @@ class BatchStream:
         f = self.corpus.file(int(rng.choice(self.corpus.num_files, p=self.file_p)))
         return min(MAX_HOLE, self.sampler.sample(rng, f, "first", 8).length)
 
-    def batch(self, step: int) -> Batch:
+    def batch(self, step: int, with_mask: bool = True) -> Batch:
         rng = np.random.default_rng([self.cfg.seed, step])
         mode, canvas_len = self.states[int(rng.choice(len(self.states), p=self.state_p))]
         if canvas_len == 0:
@@ -62,4 +63,17 @@ class BatchStream:
         examples = [sample_example(rng, self.corpus, self.sampler, self.ids, mode, canvas_len,
                                    self.cfg.context_budget - 2, self.file_p)
                     for _ in range(self.cfg.batch_size)]
-        return collate(examples, self.ids.pad)
+        return collate(examples, self.ids.pad, with_mask)
+
+
+class StepBatches(torch.utils.data.Dataset):
+    """Batches k = start, start+1, ... for a DataLoader: workers build them in parallel, in order."""
+
+    def __init__(self, stream: BatchStream, start: int, stop: int) -> None:
+        self.stream, self.start, self.stop = stream, start, stop
+
+    def __len__(self) -> int:
+        return max(0, self.stop - self.start)
+
+    def __getitem__(self, i: int) -> Batch:
+        return self.stream.batch(self.start + i, with_mask=False)

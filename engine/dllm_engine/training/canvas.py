@@ -86,11 +86,13 @@ class Batch:
     context_lens: torch.Tensor  # [B]
     heads: torch.Tensor  # [B] committed canvas head per row (never masked)
     next_targets: torch.Tensor  # [B, T] next-token targets for context slots, IGNORE on pads
-    mask: torch.Tensor  # bool [B, 1, T+L, T+L], True = may attend
+    mask: torch.Tensor | None = None  # bool [B, 1, T+L, T+L], True = may attend (built on the device)
 
     def to(self, device: torch.device) -> "Batch":
-        return Batch(*(getattr(self, f).to(device, non_blocking=True) for f in
-                       ("context_ids", "canvas", "positions", "context_lens", "heads", "next_targets", "mask")))
+        moved = Batch(*(getattr(self, f).to(device, non_blocking=True) for f in
+                        ("context_ids", "canvas", "positions", "context_lens", "heads", "next_targets")))
+        moved.mask = attention_mask(moved.context_lens, self.context_ids.shape[1], self.canvas.shape[1])
+        return moved
 
     @property
     def num_tokens(self) -> int:
@@ -100,18 +102,19 @@ class Batch:
 def attention_mask(context_lens: torch.Tensor, t_max: int, canvas_len: int) -> torch.Tensor:
     """bool [B, 1, S, S] for rows laid out [left pads, context, canvas] (S = t_max + canvas_len)."""
     s = t_max + canvas_len
-    idx = torch.arange(s)
+    idx = torch.arange(s, device=context_lens.device)
     first_ctx = (t_max - context_lens)[:, None]  # [B, 1]
     is_ctx = (idx[None] >= first_ctx) & (idx[None] < t_max)  # [B, S]
     is_canvas = (idx >= t_max)[None].expand_as(is_ctx)
     causal = idx[None, :] <= idx[:, None]  # [S(rows), S(cols)]
     ctx_rows = is_ctx[:, :, None] & is_ctx[:, None, :] & causal[None]
     canvas_rows = is_canvas[:, :, None] & (is_ctx | is_canvas)[:, None, :]
-    self_only = torch.eye(s, dtype=torch.bool)[None]  # pad rows: attend to themselves, never seen by others
+    self_only = torch.eye(s, dtype=torch.bool, device=context_lens.device)[None]  # pad rows: attend to themselves, never seen by others
     return (ctx_rows | canvas_rows | self_only)[:, None]
 
 
-def collate(examples: list[Example], pad_id: int) -> Batch:
+def collate(examples: list[Example], pad_id: int, with_mask: bool = True) -> Batch:
+    """Tensors for a batch; `with_mask=False` leaves the [B, 1, S, S] mask to `Batch.to` (built on the GPU)."""
     canvas_len = len(examples[0].canvas)
     if any(len(e.canvas) != canvas_len for e in examples):
         raise ValueError("a batch shares one canvas length")
@@ -131,4 +134,4 @@ def collate(examples: list[Example], pad_id: int) -> Batch:
         pos[i, t_max:] = torch.arange(t, t + canvas_len)
     canvas = torch.from_numpy(np.stack([e.canvas for e in examples]))
     heads = torch.tensor([e.head for e in examples], dtype=torch.long)
-    return Batch(ctx, canvas, pos, lens, heads, nxt, attention_mask(lens, t_max, canvas_len))
+    return Batch(ctx, canvas, pos, lens, heads, nxt, attention_mask(lens, t_max, canvas_len) if with_mask else None)

@@ -10,6 +10,7 @@ run given a wall-clock budget still ends with a decayed learning rate.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import shutil
@@ -23,7 +24,7 @@ from .. import ops
 from ..checkpoint import save_native
 from ..model import DiffusionTransformer
 from ..model_config import ModelConfig
-from .batches import BatchStream, StreamConfig
+from .batches import BatchStream, StepBatches, StreamConfig
 from .canvas import SpecialIds
 from .holes import HoleSampler
 from .loss_curve import LossLog, plot
@@ -56,6 +57,7 @@ class TrainConfig:
     device: str = "auto"
     threads: int = 1
     compile: bool = False
+    workers: int = 0  # DataLoader processes building batches (GPU runs); 0 builds them in the loop
 
 
 def lr_at(cfg: TrainConfig, step: int, seconds: float) -> float:
@@ -67,6 +69,16 @@ def lr_at(cfg: TrainConfig, step: int, seconds: float) -> float:
     progress = min(1.0, progress)
     floor = cfg.lr * cfg.min_lr_ratio
     return floor + (cfg.lr - floor) * 0.5 * (1 + math.cos(math.pi * progress))
+
+
+@contextlib.contextmanager
+def torch_ops_only():
+    """The Triton kernels behind dllm_engine.ops are inference-only (no backward): train on the torch ops."""
+    saved, ops._kernels = ops._kernels, None
+    try:
+        yield
+    finally:
+        ops._kernels = saved
 
 
 def pick_device(name: str) -> torch.device:
@@ -84,8 +96,6 @@ class Trainer:
         self.device = pick_device(cfg.device)
         if self.device.type == "cpu":
             torch.set_num_threads(cfg.threads)
-        # The Triton kernels behind dllm_engine.ops are inference-only (no backward): train on the torch ops.
-        ops._kernels = None
         tok = TextTokenizer(cfg.tokenizer)
         self.model_cfg: ModelConfig = default_model_config(tok, **cfg.model)
         self.ids = SpecialIds(pad=self.model_cfg.pad_token_id, mask=self.model_cfg.mask_token_id,
@@ -159,14 +169,24 @@ class Trainer:
             return torch.autocast("cuda", dtype=torch.bfloat16)
         return torch.autocast("cpu", enabled=False)
 
-    def train_step(self) -> dict:
-        batch = self.stream.batch(self.step).to(self.device)
+    def batches(self):
+        """Batches from the current step on; on a GPU built ahead by worker processes."""
+        if self.cfg.workers > 0:
+            loader = torch.utils.data.DataLoader(StepBatches(self.stream, self.step, self.cfg.max_steps),
+                                                 batch_size=None, num_workers=self.cfg.workers, prefetch_factor=4)
+            yield from loader
+        else:
+            while True:
+                yield self.stream.batch(self.step, with_mask=False)
+
+    def train_step(self, batch=None) -> dict:
+        batch = (batch if batch is not None else self.stream.batch(self.step, with_mask=False)).to(self.device)
         gen = torch.Generator().manual_seed(self.cfg.stream.seed * 1_000_003 + self.step)
         lr = lr_at(self.cfg, self.step, self.seconds)
         for group in self.opt.param_groups:
             group["lr"] = lr
         self.model.train()
-        with self._autocast():
+        with torch_ops_only(), self._autocast():
             loss, stats = diffusion_loss(self.model, batch, gen, self.ids.mask, self.cfg.loss, self.hidden_fn)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -181,9 +201,9 @@ class Trainer:
         self.model.eval()
         totals: dict[str, float] = {}
         for k in range(self.cfg.eval_batches):
-            batch = self.heldout.batch(k).to(self.device)
+            batch = self.heldout.batch(k, with_mask=False).to(self.device)
             gen = torch.Generator().manual_seed(k)
-            with self._autocast():
+            with torch_ops_only(), self._autocast():
                 _, stats = diffusion_loss(self.model, batch, gen, self.ids.mask, self.cfg.loss)
             for key, v in stats.items():
                 totals[key] = totals.get(key, 0.0) + v / self.cfg.eval_batches
@@ -194,9 +214,11 @@ class Trainer:
         cfg.out_dir.mkdir(parents=True, exist_ok=True)
         last_save = time.monotonic()
         window_t, window_tok = time.monotonic(), self.tokens
-        while self.step < cfg.max_steps and not (cfg.time_budget_s and self.seconds >= cfg.time_budget_s):
+        for batch in self.batches():
+            if self.step >= cfg.max_steps or (cfg.time_budget_s and self.seconds >= cfg.time_budget_s):
+                break
             t0 = time.monotonic()
-            stats = self.train_step()
+            stats = self.train_step(batch)
             self.seconds += time.monotonic() - t0
             if self.step % cfg.log_every == 0:
                 now = time.monotonic()

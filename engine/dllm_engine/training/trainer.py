@@ -159,7 +159,11 @@ class Trainer:
         (tmp / "training.json").write_text(json.dumps(
             {"step": self.step, "tokens": self.tokens, "seconds": round(self.seconds, 1),
              "best_heldout_masked_ce": self.best, "device": str(self.device),
-             "context_budget": self.cfg.stream.context_budget}, indent=1) + "\n")
+             "context_budget": self.cfg.stream.context_budget, "batch_size": self.cfg.stream.batch_size,
+             "lr": self.cfg.lr, "warmup_steps": self.cfg.warmup_steps, "min_lr_ratio": self.cfg.min_lr_ratio,
+             "weight_decay": self.cfg.weight_decay, "aux_weight": self.cfg.loss.aux_weight,
+             "aux_fraction": self.cfg.loss.aux_fraction, "bf16_autocast": self.device.type == "cuda"},
+            indent=1) + "\n")
         shutil.rmtree(directory, ignore_errors=True)
         tmp.replace(directory)
 

@@ -9,7 +9,8 @@ ARM_KEYS = {"empty": 0, "var-thr": 1, "var-1": 2, "ora-thr": 3, "ora-1": 4}
 
 def add_arguments(p) -> None:
     p.add_argument("--model", default=None, help="checkpoint folder or hub id (default: the embedded model)")
-    p.add_argument("--endpoint", help="evaluate a running engine instead (daemon URL or OpenAI-compatible base URL)")
+    p.add_argument("--endpoint", help="evaluate a running engine instead: daemon URL, unix:/path/to/engine.sock, "
+                        "or an OpenAI-compatible base URL with --kind openai")
     p.add_argument("--kind", choices=("daemon", "openai"), default="daemon")
     p.add_argument("--openai-model", help="model name for an OpenAI-compatible endpoint")
     p.add_argument("--token", help="daemon auth token")

@@ -19,7 +19,8 @@ def summarize(outcomes: list[Outcome]) -> list[dict]:
     for (bench, arm), group in groups.items():
         n = len(group)
         ran = [o for o in group if o.passed is not None]
-        decoded = [o for o in group if o.passes > 0]
+        called = [o for o in group if o.latency_ms > 0]  # the model was asked (not the empty-fill floor)
+        decoded = [o for o in called if o.passes > 0]  # endpoints that report diffusion passes
         passes = sum(o.passes for o in decoded)
         rows.append({
             "benchmark": bench,
@@ -30,9 +31,9 @@ def summarize(outcomes: list[Outcome]) -> list[dict]:
             "syntax_valid": _pct(sum(bool(o.syntax_ok) for o in group), n),
             "passes_per_infill": round(passes / len(decoded), 2) if decoded else None,
             "tokens_per_pass": round(sum(o.committed for o in decoded) / passes, 2) if passes else None,
-            "fill_tokens": round(statistics.mean(o.tokens for o in decoded), 1) if decoded else None,
-            "latency_ms_median": round(statistics.median(o.latency_ms for o in decoded), 1) if decoded else None,
-            "latency_ms_p90": round(sorted(o.latency_ms for o in decoded)[int(0.9 * (len(decoded) - 1))], 1) if decoded else None,
+            "fill_tokens": round(statistics.mean(o.tokens for o in called), 1) if called else None,
+            "latency_ms_median": round(statistics.median(o.latency_ms for o in called), 1) if called else None,
+            "latency_ms_p90": round(sorted(o.latency_ms for o in called)[int(0.9 * (len(called) - 1))], 1) if called else None,
         })
     return rows
 

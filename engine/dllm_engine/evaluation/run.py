@@ -26,9 +26,11 @@ def make_client(args):
     from ..clients import DaemonClient, InProcessClient, OpenAIFimClient
 
     if args.endpoint is None:
-        return InProcessClient(model=args.model)
+        return InProcessClient(model=args.model, threads=args.threads)
     if args.kind == "openai":
         return OpenAIFimClient(args.endpoint, model=args.openai_model or "default")
+    if args.endpoint.startswith("unix:"):
+        return DaemonClient(socket_path=args.endpoint[len("unix:"):], token=args.token, spawn=False)
     return DaemonClient(url=args.endpoint, token=args.token, spawn=False)
 
 

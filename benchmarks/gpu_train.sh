@@ -20,7 +20,7 @@ PY=${PYTHON:-python3}
 DATA=${DATA:-runs/data}
 RUN=${RUN:-runs/gpu}
 OUT=${OUT:-$RUN/out}
-BUDGET=${BUDGET:-6m}
+BUDGET=${BUDGET:-5m}
 DEVICE=${DEVICE:-auto}
 EVAL=(--benchmarks single-line,heldout --stride "${STRIDE:-17}" --heldout-data "$DATA/heldout"
       --heldout-count "${HELDOUT:-60}" --arms var-thr,var-1,ora-thr,ora-1 --threads 4 --workers 8)

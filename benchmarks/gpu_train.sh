@@ -4,8 +4,11 @@
 # carried token files, evaluate it against the embedded default model on the same sample,
 # and ship it into engine/dllm_engine/default_model only if it evaluates better.
 #
-#   here (CPU):     dllm-lsp train --prepare-only --data runs/data      # ~6 MB of token files
-#   on the device:  run(command="benchmarks/gpu_train.sh", carry=["runs/data"], timeout_s=590)
+#   here (CPU):     dllm-lsp train --prepare-only --with-packages --data runs/data-pkg
+#                   (stdlib + permissively licensed installed packages, 4 MB of source each; the
+#                   stdlib alone, --data runs/data without --with-packages, is ~6 MB of tokens)
+#   on the device:  run(command="DATA=runs/data-pkg benchmarks/gpu_train.sh",
+#                       carry=["runs/data-pkg/train", "runs/data-pkg/heldout"], timeout_s=590)
 #                   then reassemble: cat FILES_AT/model.safetensors.part-* > model.safetensors
 #
 # Needs only python3 with torch, tokenizers, safetensors, numpy (the device image has them;

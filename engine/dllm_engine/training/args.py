@@ -8,6 +8,9 @@ def add_arguments(p) -> None:
     p.add_argument("--data", default="runs/data", help="token-file directory (train/, heldout/, manifest.json)")
     p.add_argument("--manifest", help="corpus manifest to tokenize (default: written from the stdlib)")
     p.add_argument("--tokenizer", default=None, help="tokenizer.json (default: the embedded model's)")
+    p.add_argument("--with-packages", action="store_true",
+                   help="also tokenize permissively licensed installed packages (the larger GPU corpus)")
+    p.add_argument("--package-cap-mb", type=float, default=4.0, help="source megabytes kept per package")
     p.add_argument("--prepare-only", action="store_true", help="only build the manifest and token files")
     p.add_argument("--resume", action="store_true", help="continue from OUT/state.pt if present")
     p.add_argument("--gpu-preset", action="store_true", help="the one-shot single-GPU recipe (~45M params, 7 min)")

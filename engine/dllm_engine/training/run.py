@@ -45,14 +45,34 @@ def parse_duration(text: str) -> float:
         raise SystemExit(f"dllm-lsp train: bad duration {text!r} (examples: 300, 15m, 1.5h)") from None
 
 
-def prepare(data_dir: Path, tokenizer: Path, manifest_path: Path | None = None) -> dict:
-    """Write manifest.json and the train/heldout token files under data_dir unless present."""
-    from .corpus import read_manifest, write_manifest
+def prepare(data_dir: Path, tokenizer: Path, manifest_path: Path | None = None,
+            with_packages: bool = False, package_cap_mb: float = 4.0) -> dict:
+    """Write manifest.json and the train/heldout token files under data_dir unless present.
+
+    `with_packages` adds permissively licensed installed packages (packages.py), each capped at
+    `package_cap_mb` of source: the larger corpus for GPU runs.
+    """
+    from .corpus import build_manifest, default_roots, read_manifest
     from .token_data import META_FILE, build_token_file
 
     data_dir.mkdir(parents=True, exist_ok=True)
     manifest_path = manifest_path or data_dir / "manifest.json"
-    manifest = read_manifest(manifest_path) if manifest_path.exists() else write_manifest(manifest_path)
+    if manifest_path.exists():
+        manifest = read_manifest(manifest_path)
+    else:
+        roots = default_roots()
+        licences = {}
+        if with_packages:
+            from .packages import cap_files, permissive_package_dirs
+
+            licences = {str(p): lic for p, lic in permissive_package_dirs()}
+            roots = roots + [Path(p) for p in licences]
+        manifest = build_manifest(roots)
+        if with_packages:
+            pkg_roots = [Path(p) for p in licences]
+            manifest["train"] = cap_files(manifest["train"], pkg_roots, int(package_cap_mb * 2**20))
+            manifest["licences"] = licences
+        manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
     metas = {}
     for split in ("train", "heldout"):
         out = data_dir / split
@@ -99,7 +119,8 @@ def main(args) -> int:
     data_dir = Path(args.data)
     if not (data_dir / "train").exists() or args.prepare_only:
         torch.set_num_threads(args.threads)
-        metas = prepare(data_dir, tokenizer, Path(args.manifest) if args.manifest else None)
+        metas = prepare(data_dir, tokenizer, Path(args.manifest) if args.manifest else None,
+                        args.with_packages, args.package_cap_mb)
         print(json.dumps({s: {k: m[k] for k in ("num_files", "num_tokens")} for s, m in metas.items()}), file=sys.stderr)
         if args.prepare_only:
             return 0

@@ -128,17 +128,25 @@ def build(checkpoint: Path, run: Path, data: Path, eval_report: dict | None, eva
     return "\n".join(out) + "\n"
 
 
+def merge_reports(reports: list[dict]) -> dict:
+    """Several evaluation runs (e.g. benchmarks evaluated in parallel processes) as one table."""
+    merged = dict(reports[0])
+    merged["summary"] = [row for r in reports for row in r["summary"]]
+    merged["seconds"] = max(r.get("seconds", 0) for r in reports)
+    return merged
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--checkpoint", type=Path, required=True)
     ap.add_argument("--run", type=Path, required=True)
     ap.add_argument("--data", type=Path, required=True)
-    ap.add_argument("--eval", type=Path)
+    ap.add_argument("--eval", type=Path, action="append", default=[], help="evaluation report(s) to tabulate")
     ap.add_argument("--eval-command", default="")
     ap.add_argument("--hardware", default="2 shared x86-64 CPU cores, 1 torch thread")
     ap.add_argument("--note", action="append", default=[])
     args = ap.parse_args(argv)
-    report = json.loads(args.eval.read_text()) if args.eval else None
+    report = merge_reports([json.loads(p.read_text()) for p in args.eval]) if args.eval else None
     card = build(args.checkpoint, args.run, args.data, report, args.eval_command, args.hardware, args.note)
     (args.checkpoint / "MODEL_CARD.md").write_text(card)
     for curve in ("loss.svg", "loss.png"):

@@ -3,7 +3,8 @@
 Diffusion: per row a masking level t ~ U(eps, 1] (stratified across the batch
 to cut variance), each canvas slot masked with probability t; cross-entropy on
 the masked slots weighted by 1/t and normalised by the canvas size (the
-masked-diffusion ELBO as in MDLM/LLaDA). Rows in a grown-canvas state keep
+masked-diffusion ELBO as in MDLM/LLaDA), with t the row's realised masking
+ratio so a nearly clean row cannot carry a weight of 1/eps. Rows in a grown-canvas state keep
 their committed head unmasked, as the engine does after doubling a canvas.
 
 The auxiliary loss (default-model-notes.md) is next-token cross-entropy
@@ -70,7 +71,12 @@ def diffusion_loss(model: DiffusionTransformer, batch: Batch, gen: torch.Generat
 
     logits = model.lm_head(h[:, t_max:][masked]).float()  # [M, V]
     ce = F.cross_entropy(logits, batch.canvas[masked], reduction="none")
-    weight = (1.0 / t)[:, None].expand(b, length)[masked]
+    # 1/t with t the realised masking ratio of the row (masked / maskable slots), not the drawn one:
+    # rows drawn with a tiny t still get their one forced masked slot, and weighting it by the drawn
+    # 1/t (up to 1/eps = 1000) made single-token spikes dominate the gradient and Adam's second moment.
+    maskable = (length - batch.heads).clamp(min=1).float()
+    t_real = masked.sum(dim=1).float() / maskable
+    weight = (1.0 / t_real)[:, None].expand(b, length)[masked]
     diff = (ce * weight).sum() / (b * length)
     stats = {"diff_loss": diff.item(), "masked_ce": ce.detach().mean().item()}
     loss = diff

@@ -83,3 +83,12 @@ def test_sharded_checkpoint_loads(tmp_path):
     write_checkpoint(tmp_path / "m", "dream", shards=2)
     assert (tmp_path / "m" / "model.safetensors.index.json").exists()
     assert load(str(tmp_path / "m")).config.family == "dream"
+
+
+def test_every_family_has_defaults():
+    from dllm_engine.families import FAMILIES
+    from dllm_engine.families.defaults import defaults_for
+
+    for fam in FAMILIES:
+        d = defaults_for(fam.name)
+        assert 0 < d.threshold <= 2 and d.buckets == tuple(sorted(d.buckets)) and d.refresh_every >= 1

@@ -78,8 +78,10 @@ class FamilyRunner:
         return FamilyContext(list(prefix_ids), list(suffix_ids), length=used)
 
     @torch.inference_mode()
-    def canvas_logits(self, contexts: list[FamilyContext], canvases: torch.Tensor, canvas_lens: torch.Tensor) -> torch.Tensor:
-        """Logits [B, W, V] aligned to canvas slots (shift already applied)."""
+    def canvas_logits(self, contexts: list[FamilyContext], canvases: torch.Tensor, canvas_lens: torch.Tensor,
+                      rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits [B, W, V] aligned to canvas slots (shift already applied). `rows` (the engine's
+        "only these slots need logits") is accepted for interface parity; every slot gets logits."""
         rows = build_rows(self.config, contexts, canvases, canvas_lens)
         key = (tuple(c.serial for c in contexts), canvases.shape[1], tuple(canvas_lens.tolist()))
         if key != self._key:
@@ -146,3 +148,16 @@ class FamilyRunner:
         final = (rows.src_cols < c)[..., None]
         onehot = torch.full_like(out, -1e4).scatter(-1, canvases[..., None], 0.0)
         return torch.where(final, onehot, out)
+
+
+def make_runner(loaded: LoadedModel, cache_bytes: int, refresh_every: int | None = None):
+    """The runner for any checkpoint: the native exact-cache runner, or a FamilyRunner
+    with the family's recommended cache refresh schedule."""
+    if loaded.config.attention == "native":
+        from ..runner import ModelRunner
+
+        return ModelRunner(loaded, cache_bytes)
+    from .defaults import defaults_for
+
+    every = refresh_every or defaults_for(loaded.config.family).refresh_every
+    return FamilyRunner(loaded, cache_bytes, refresh_every=every)

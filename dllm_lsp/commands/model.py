@@ -66,29 +66,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"dllm-lsp model logits: {exc}", file=sys.stderr)
         return 2
 
-    import torch
-    from safetensors.torch import save_file
-
-    from dllm_engine.checkpoint import load
-    from dllm_engine.families.attention import forward_logits
+    from dllm_engine.families.logits_dump import LogitsInputError, dump_logits
     from dllm_engine.model_config import CheckpointError
 
     try:
-        loaded = load(args.model, device=args.device, dtype=getattr(torch, args.dtype), logits_only=True)
+        summary = dump_logits(args.model, ids, mask, args.out, device=args.device, dtype=args.dtype)
     except CheckpointError as exc:
         print(f"dllm-lsp model logits: {exc}", file=sys.stderr)
         return 1
-    vocab = loaded.config.vocab_size
-    bad = [v for r in ids for v in r if not 0 <= v < vocab]
-    if bad:
-        print(f"dllm-lsp model logits: {args.ids}: token id {bad[0]} outside the vocabulary [0, {vocab})", file=sys.stderr)
+    except LogitsInputError as exc:
+        print(f"dllm-lsp model logits: {args.ids}: {exc}", file=sys.stderr)
         return 2
-    ids_t = torch.tensor(ids, dtype=torch.long, device=args.device)
-    valid = torch.tensor(mask, dtype=torch.bool, device=args.device) if mask else torch.ones_like(ids_t, dtype=torch.bool)
-    logits = forward_logits(loaded.model, ids_t, valid).float().cpu().contiguous()
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    save_file({"logits": logits}, str(args.out), metadata={"model": loaded.name, "family": loaded.config.family,
-                                                           "logits_shift": str(loaded.config.logits_shift).lower()})
-    print(f"wrote {args.out}: logits {list(logits.shape)} ({loaded.config.family}, "
-          f"{'shifted' if loaded.config.logits_shift else 'same-position'} logits)", file=sys.stderr)
+    print(summary, file=sys.stderr)
     return 0

@@ -75,7 +75,9 @@ def _attn_fwd_kernel(
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, DOT_F32: tl.constexpr, PRECISION: tl.constexpr,
 ):
     """Grid (cdiv(M, BLOCK_M), B * H). Segment 1: context (or the cache, causal); 2: canvas."""
-    tl.static_assert(BLOCK_M >= 16 and BLOCK_N >= 16 and HEAD_D >= 16)
+    tl.static_assert(BLOCK_M >= 16)  # tl.dot needs every dim >= 16
+    tl.static_assert(BLOCK_N >= 16)
+    tl.static_assert(HEAD_D >= 16)
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
     b = (bh // H).to(tl.int64)
@@ -116,12 +118,12 @@ def _attn_fwd_kernel(
 
 
 def _sdpa_masked(q, k, v, mask, scale):
-    """float32 SDPA with GQA by repeat_interleave and a bool mask [B, 1, M, N]; all-hidden rows -> 0."""
-    group = q.shape[1] // k.shape[1]
-    k = k.float().repeat_interleave(group, dim=1)
-    v = v.float().repeat_interleave(group, dim=1)
-    out = torch.nn.functional.scaled_dot_product_attention(q.float(), k, v, attn_mask=mask, scale=scale)
-    return torch.where(mask.any(-1, keepdim=True), out, 0.0).to(q.dtype)
+    """float32 SDPA (GQA via enable_gqa) with a bool mask [B, 1, M, N]; rows that see no key -> 0."""
+    dtype = q.dtype
+    q, k, v = q.float(), k.float(), v.float()
+    gqa = dict(enable_gqa=True) if q.shape[1] != k.shape[1] else {}
+    out = torch.nn.functional.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, **gqa)
+    return torch.where(mask.any(-1, keepdim=True), out, 0.0).to(dtype)
 
 
 def canvas_attention_reference(q, k_ctx, v_ctx, context_lens, k_canvas, v_canvas, scale, canvas_lens=None):
@@ -194,7 +196,7 @@ def _launch(q, k1, v1, k2, v2, len1, len2, qstart, scale, causal, group, block_m
     # there, and for float32 inputs, the dots run in float32 ("ieee": no TF32 rounding).
     dot_f32 = q.device.type == "cpu" or q.dtype == torch.float32
     block_m = block_m or max(16, min(64, triton.next_power_of_2(M)))
-    block_n = block_n or (64 if dim <= 64 else 32 if dim >= 256 else 64)
+    block_n = block_n or (32 if dim >= 256 else 64)  # K and V tiles of 64 x 128 bf16: 16 KiB each
     has2 = k2 is not None
     k2_, v2_ = (k2, v2) if has2 else (k1, v1)
     dummy = len1
@@ -206,7 +208,9 @@ def _launch(q, k1, v1, k2, v2, len1, len2, qstart, scale, causal, group, block_m
         v2_.stride(0), v2_.stride(1), v2_.stride(2), o.stride(0), o.stride(1), o.stride(2),
         heads, group, M, float(scale) * LOG2E,
         CAUSAL=causal, HAS_SEG2=has2, HEAD_D=dim, BLOCK_M=block_m, BLOCK_N=block_n,
-        DOT_F32=dot_f32, PRECISION="ieee", num_warps=4 if dim <= 64 else 8, num_stages=2,
+        DOT_F32=dot_f32, PRECISION="ieee",
+        # a short canvas gives small query blocks: 4 warps; full 64-row blocks of D=128: 8
+        num_warps=4 if block_m <= 32 or dim <= 64 else 8, num_stages=3 if dim <= 128 else 2,
     )
     return o
 

@@ -13,10 +13,14 @@ Llama/Qwen `repeat_kv` grouping).
 
 Both run one kernel: a flash-attention forward (online softmax in base 2) over up to two
 key segments. One program owns BLOCK_M queries of one (b, h); a row that sees no key at
-all returns zeros.
+all returns zeros. When that grid is too small to fill the GPU (batch 1, a short canvas),
+the context is split across programs and the partial softmaxes are merged by a second
+small kernel (flash-decoding).
 """
 
 from __future__ import annotations
+
+import functools
 
 import torch
 
@@ -28,16 +32,16 @@ _HEAD_DIMS = (16, 32, 64, 128, 256)
 
 @triton.jit
 def _attn_segment(
-    acc, m_i, l_i, q, k_base, v_base, stride_kt, stride_vt, n_keys, q_pos, qk_scale,
+    acc, m_i, l_i, q, k_base, v_base, stride_kt, stride_vt, lo, hi, q_pos, qk_scale,
     CAUSAL: tl.constexpr, HEAD_D: tl.constexpr, BLOCK_N: tl.constexpr,
     DOT_F32: tl.constexpr, PRECISION: tl.constexpr,
 ):
-    """Fold keys [0, n_keys) of one segment into the running (acc, m_i, l_i)."""
+    """Fold keys [lo, hi) of one segment into the running (acc, m_i, l_i)."""
     offs_n = tl.arange(0, BLOCK_N)
     offs_d = tl.arange(0, HEAD_D)
-    for start in range(0, n_keys, BLOCK_N):
+    for start in range(lo, hi, BLOCK_N):
         kn = start + offs_n
-        kmask = kn < n_keys
+        kmask = kn < hi
         # -- load K transposed [D, N] and V [N, D]: streamed from HBM once per program --
         k = tl.load(k_base + kn[None, :] * stride_kt + offs_d[:, None], mask=kmask[None, :], other=0.0)
         v = tl.load(v_base + kn[:, None] * stride_vt + offs_d[None, :], mask=kmask[:, None], other=0.0)
@@ -67,14 +71,18 @@ def _attn_segment(
 
 @triton.jit
 def _attn_fwd_kernel(
-    q_ptr, k1_ptr, v1_ptr, k2_ptr, v2_ptr, o_ptr, len1_ptr, len2_ptr, qstart_ptr,
+    q_ptr, k1_ptr, v1_ptr, k2_ptr, v2_ptr, o_ptr, len1_ptr, len2_ptr, qstart_ptr, pacc_ptr, pm_ptr, pl_ptr,
     sqb, sqh, sqm, sk1b, sk1h, sk1t, sv1b, sv1h, sv1t,
     sk2b, sk2h, sk2t, sv2b, sv2h, sv2t, sob, soh, som,
-    H, GROUP, M, qk_scale,
-    CAUSAL: tl.constexpr, HAS_SEG2: tl.constexpr, HEAD_D: tl.constexpr,
+    H, GROUP, M, qk_scale, NUM_SPLITS,
+    CAUSAL: tl.constexpr, HAS_SEG2: tl.constexpr, SPLIT: tl.constexpr, HEAD_D: tl.constexpr,
     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, DOT_F32: tl.constexpr, PRECISION: tl.constexpr,
 ):
-    """Grid (cdiv(M, BLOCK_M), B * H). Segment 1: context (or the cache, causal); 2: canvas."""
+    """Grid (cdiv(M, BLOCK_M), B * H, NUM_SPLITS). Segment 1: context (or the cache, causal); 2: canvas.
+
+    With SPLIT, split s folds only its slice of the context (the last split also the canvas)
+    and writes unnormalised (acc, m, l) for `_attn_combine_kernel` (flash-decoding).
+    """
     tl.static_assert(BLOCK_M >= 16)  # tl.dot needs every dim >= 16
     tl.static_assert(BLOCK_N >= 16)
     tl.static_assert(HEAD_D >= 16)
@@ -96,22 +104,61 @@ def _attn_fwd_kernel(
         n1 = tl.minimum(n1, q0 + (pid_m + 1) * BLOCK_M)  # keys past the block's last query are all hidden
     else:
         q_pos = offs_m
+    lo = 0
+    if SPLIT:  # this split's slice of the context, whole key blocks
+        pid_s = tl.program_id(2)
+        chunk = tl.cdiv(tl.cdiv(n1, NUM_SPLITS), BLOCK_N) * BLOCK_N
+        lo = tl.minimum(pid_s * chunk, n1)
+        n1 = tl.minimum(lo + chunk, n1)
     m_i = tl.full([BLOCK_M], float("-inf"), tl.float32)
     l_i = tl.zeros([BLOCK_M], tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_D], tl.float32)
     acc, m_i, l_i = _attn_segment(
         acc, m_i, l_i, q, k1_ptr + b * sk1b + hk * sk1h, v1_ptr + b * sv1b + hk * sv1h, sk1t, sv1t,
-        n1, q_pos, qk_scale, CAUSAL, HEAD_D, BLOCK_N, DOT_F32, PRECISION,
+        lo, n1, q_pos, qk_scale, CAUSAL, HEAD_D, BLOCK_N, DOT_F32, PRECISION,
     )
     if HAS_SEG2:
         n2 = tl.load(len2_ptr + b)
+        if SPLIT:
+            n2 = tl.where(pid_s == NUM_SPLITS - 1, n2, 0)
         acc, m_i, l_i = _attn_segment(
             acc, m_i, l_i, q, k2_ptr + b * sk2b + hk * sk2h, v2_ptr + b * sv2b + hk * sv2h, sk2t, sv2t,
-            n2, q_pos, qk_scale, False, HEAD_D, BLOCK_N, DOT_F32, PRECISION,
+            0, n2, q_pos, qk_scale, False, HEAD_D, BLOCK_N, DOT_F32, PRECISION,
         )
-    # -- normalise; rows that saw no key keep acc = 0 --
-    o = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
-    tl.store(o_ptr + b * sob + h * soh + offs_m[:, None] * som + offs_d[None, :], o.to(o_ptr.dtype.element_ty), mask=offs_m[:, None] < M)
+    row_ok = offs_m < M
+    if SPLIT:
+        # -- partials [NUM_SPLITS, B*H, M] (+ D): float32, combined by _attn_combine_kernel --
+        prow = (pid_s * tl.num_programs(1) + bh).to(tl.int64) * M + offs_m
+        tl.store(pm_ptr + prow, m_i, mask=row_ok)
+        tl.store(pl_ptr + prow, l_i, mask=row_ok)
+        tl.store(pacc_ptr + prow[:, None] * HEAD_D + offs_d[None, :], acc, mask=row_ok[:, None])
+    else:
+        # -- normalise; rows that saw no key keep acc = 0 --
+        o = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
+        tl.store(o_ptr + b * sob + h * soh + offs_m[:, None] * som + offs_d[None, :], o.to(o_ptr.dtype.element_ty), mask=row_ok[:, None])
+
+
+@triton.jit
+def _attn_combine_kernel(
+    pacc_ptr, pm_ptr, pl_ptr, o_ptr, sob, soh, som, H, M, NUM_SPLITS,
+    HEAD_D: tl.constexpr, BLOCK_S: tl.constexpr,
+):
+    """o = sum_s 2^(m_s - m) acc_s / sum_s 2^(m_s - m) l_s, m = max_s m_s. Grid (B * H * M,)."""
+    row = tl.program_id(0).to(tl.int64)  # = bh * M + i
+    rows = tl.num_programs(0).to(tl.int64)
+    offs_s = tl.arange(0, BLOCK_S)
+    offs_d = tl.arange(0, HEAD_D)
+    smask = offs_s < NUM_SPLITS
+    m = tl.load(pm_ptr + offs_s * rows + row, mask=smask, other=float("-inf"))
+    l = tl.load(pl_ptr + offs_s * rows + row, mask=smask, other=0.0)
+    acc = tl.load(pacc_ptr + (offs_s[:, None] * rows + row) * HEAD_D + offs_d[None, :], mask=smask[:, None], other=0.0)
+    m_max = tl.max(m, axis=0)
+    w = tl.exp2(m - tl.where(m_max == float("-inf"), 0.0, m_max))  # splits that saw nothing weigh 0
+    den = tl.sum(w * l, axis=0)
+    o = tl.sum(w[:, None] * acc, axis=0) / tl.where(den == 0.0, 1.0, den)
+    bh = row // M
+    i = row % M
+    tl.store(o_ptr + (bh // H) * sob + (bh % H) * soh + i * som + offs_d, o.to(o_ptr.dtype.element_ty))
 
 
 # ----------------------------------------------------------------------------- references
@@ -185,7 +232,23 @@ def _lens(op, name, t, bsz, device):
     return t.to(device=device, dtype=torch.int32).contiguous()
 
 
-def _launch(q, k1, v1, k2, v2, len1, len2, qstart, scale, causal, group, block_m, block_n):
+@functools.lru_cache(maxsize=None)
+def _sm_count(index: int) -> int:
+    return torch.cuda.get_device_properties(index).multi_processor_count
+
+
+def _num_splits(q, programs: int, keys: int, block_n: int) -> int:
+    """Split the context when the grid would leave most SMs idle (small batch, short canvas)."""
+    if q.device.type != "cuda":
+        return 1
+    sms = _sm_count(q.device.index if q.device.index is not None else torch.cuda.current_device())
+    if programs >= sms:
+        return 1
+    # enough programs to fill the SMs twice, but at least 4 key blocks per split
+    return max(1, min(16, triton.cdiv(2 * sms, programs), keys // (4 * block_n)))
+
+
+def _launch(q, k1, v1, k2, v2, len1, len2, qstart, scale, causal, group, block_m, block_n, num_splits=None):
     bsz, heads, M, dim = q.shape
     if q.stride(-1) != 1:
         q = q.contiguous()
@@ -200,23 +263,37 @@ def _launch(q, k1, v1, k2, v2, len1, len2, qstart, scale, causal, group, block_m
     has2 = k2 is not None
     k2_, v2_ = (k2, v2) if has2 else (k1, v1)
     dummy = len1
-    grid = (triton.cdiv(M, block_m), bsz * heads)
+    grid_mh = triton.cdiv(M, block_m) * bsz * heads
+    splits = 1 if causal else num_splits or _num_splits(q, grid_mh, k1.shape[2], block_n)
+    if splits > 1:
+        pm = torch.empty((splits, bsz * heads, M), dtype=torch.float32, device=q.device)
+        pl = torch.empty_like(pm)
+        pacc = torch.empty((splits, bsz * heads, M, dim), dtype=torch.float32, device=q.device)
+    else:
+        pm = pl = pacc = o  # unused
+    grid = (triton.cdiv(M, block_m), bsz * heads, splits)
     _attn_fwd_kernel[grid](
-        q, k1, v1, k2_, v2_, o, len1, len2 if has2 else dummy, qstart if causal else dummy,
+        q, k1, v1, k2_, v2_, o, len1, len2 if has2 else dummy, qstart if causal else dummy, pacc, pm, pl,
         q.stride(0), q.stride(1), q.stride(2), k1.stride(0), k1.stride(1), k1.stride(2),
         v1.stride(0), v1.stride(1), v1.stride(2), k2_.stride(0), k2_.stride(1), k2_.stride(2),
         v2_.stride(0), v2_.stride(1), v2_.stride(2), o.stride(0), o.stride(1), o.stride(2),
-        heads, group, M, float(scale) * LOG2E,
-        CAUSAL=causal, HAS_SEG2=has2, HEAD_D=dim, BLOCK_M=block_m, BLOCK_N=block_n,
+        heads, group, M, float(scale) * LOG2E, splits,
+        CAUSAL=causal, HAS_SEG2=has2, SPLIT=splits > 1, HEAD_D=dim, BLOCK_M=block_m, BLOCK_N=block_n,
         DOT_F32=dot_f32, PRECISION="ieee",
         # a short canvas gives small query blocks: 4 warps; full 64-row blocks of D=128: 8
         num_warps=4 if block_m <= 32 or dim <= 64 else 8, num_stages=3 if dim <= 128 else 2,
     )
+    if splits > 1:
+        _attn_combine_kernel[(bsz * heads * M,)](
+            pacc, pm, pl, o, o.stride(0), o.stride(1), o.stride(2), heads, M, splits,
+            HEAD_D=dim, BLOCK_S=triton.next_power_of_2(splits), num_warps=4,
+        )
     return o
 
 
 def canvas_attention_triton(
     q, k_ctx, v_ctx, context_lens, k_canvas, v_canvas, scale, canvas_lens=None, block_m=None, block_n=None,
+    num_splits=None,
 ):
     """Triton launcher; same contract as `canvas_attention_reference`. Returns [B, H, L, D]."""
     op = "canvas_attention"
@@ -232,7 +309,7 @@ def canvas_attention_triton(
         len2 = torch.full((bsz,), L, dtype=torch.int32, device=q.device)
     if k_ctx.shape[2] == 0:  # no context at all: the canvas is the only segment
         return _launch(q, k_canvas, v_canvas, None, None, len2, None, None, scale, False, group, block_m, block_n)
-    return _launch(q, k_ctx, v_ctx, k_canvas, v_canvas, len1, len2, None, scale, False, group, block_m, block_n)
+    return _launch(q, k_ctx, v_ctx, k_canvas, v_canvas, len1, len2, None, scale, False, group, block_m, block_n, num_splits)
 
 
 def context_attention_triton(q, k_cache, v_cache, q_start, kv_lens, scale, block_m=None, block_n=None):

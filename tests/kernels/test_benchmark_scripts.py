@@ -26,10 +26,18 @@ def test_engine_stack_triton_matches_torch(device, dtype):
     args = (w, s, x, cache, ctx_lens, cos, sin, masked, 0.5, 0.7)
     c_ref, t_ref, l_ref = engine_bench.denoise_pass(*args, force="torch")
     c_tri, t_tri, l_tri = engine_bench.denoise_pass(*args, force="triton")
-    rel = ((l_tri.float() - l_ref.float()).abs().max() / l_ref.float().abs().max()).item()
+    diff = (l_tri.float() - l_ref.float()).abs().max()
+    rel = (diff / l_ref.float().abs().max()).item()
     assert rel < (1e-5 if dtype == "float32" else 3e-2), f"logits differ by {rel:.2e} (relative)"
-    assert torch.equal(c_tri, c_ref) and torch.equal(t_tri, t_ref)
-    assert c_ref.any(dim=-1).tolist() == masked.any(dim=-1).tolist()  # >= 1 commit per row with work left
+    # tokens must agree wherever the reference's top-2 gap exceeds the paths' difference
+    top2 = l_ref.float().topk(2, dim=-1).values
+    clear = ((top2[:, 0] - top2[:, 1]) > 2 * diff).view_as(t_ref)
+    assert torch.equal(t_tri[clear], t_ref[clear]), f"tokens differ at {(t_tri != t_ref).nonzero().tolist()}"
+    if dtype == "float32":
+        assert torch.equal(c_tri, c_ref)
+    for commit in (c_ref, c_tri):  # >= 1 commit per row with work left, none elsewhere
+        assert commit.any(dim=-1).tolist() == masked.any(dim=-1).tolist()
+        assert not (commit & ~masked).any()
 
 
 @pytest.mark.parametrize("script", ["bench_kernels.py", "bench_engine_7b.py"])

@@ -30,13 +30,13 @@ def _canvas_inputs(device, dtype, B, H, Hkv, L, T, D):
 
 @pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
 @pytest.mark.parametrize("B,H,Hkv,L,T,ctx,D", CANVAS_CASES)
-@pytest.mark.parametrize("block_n", [None, 16])
-def test_canvas_attention_matches_sdpa(device, assert_close, tolerance, dtype, B, H, Hkv, L, T, ctx, D, block_n):
+@pytest.mark.parametrize("block_n,num_splits", [(None, None), (16, 1), (16, 3)])
+def test_canvas_attention_matches_sdpa(device, assert_close, tolerance, dtype, B, H, Hkv, L, T, ctx, D, block_n, num_splits):
     torch.manual_seed(0)
     atol, rtol = tolerance(dtype)
     q, kc, vc, kn, vn = _canvas_inputs(device, getattr(torch, dtype), B, H, Hkv, L, T, D)
     lens = torch.tensor(ctx, device=device)
-    got = canvas_attention_triton(q, kc, vc, lens, kn, vn, D**-0.5, block_n=block_n)
+    got = canvas_attention_triton(q, kc, vc, lens, kn, vn, D**-0.5, block_n=block_n, num_splits=num_splits)
     want = canvas_attention_reference(q, kc, vc, lens, kn, vn, D**-0.5)
     assert got.shape == q.shape and got.dtype == q.dtype
     assert_close(got, want, atol * 5, rtol * 5, f"canvas attention {dtype} B{B} H{H}/{Hkv} L{L} T{T} D{D}")

@@ -10,7 +10,7 @@ statistics are taken at t = 1, the argmax is the same), with z = x / t, p = soft
 
 The kernel streams the row once in chunks, keeping (m, m2, S, sum exp(z-m)*z) online and
 rescaling them when the max grows, so the softmax is never materialised. -inf logits
-(banned tokens) contribute nothing.
+(banned tokens) contribute nothing; a row of only -inf logits has no distribution (nan/inf).
 """
 
 from __future__ import annotations
@@ -37,41 +37,49 @@ def _confidence_kernel(
     stride_x, V,
     BLOCK_V: tl.constexpr,
 ):
-    """One row of logits per program; see the module docstring for the formulas."""
+    """One row of logits per program; see the module docstring for the formulas.
+
+    Every lane keeps its own running (max, second max, argmax, sum e, sum e*z) over the
+    chunks it sees, so the loop has no cross-warp reductions; lanes merge once at the end.
+    """
     row = tl.program_id(0).to(tl.int64)
     t = tl.load(t_ptr + row)
     inv_t = 1.0 / tl.where(t > 0, t, 1.0)
-    cols = tl.arange(0, BLOCK_V)
+    lanes = tl.arange(0, BLOCK_V)
     neg_inf = float("-inf")
-    # running max, second max, sum exp(z - m), sum exp(z - m) * z, argmax
-    m = tl.full((), neg_inf, tl.float32)
-    m2 = tl.full((), neg_inf, tl.float32)
-    s = tl.zeros((), tl.float32)
-    sz = tl.zeros((), tl.float32)
-    tok = tl.zeros((), tl.int64)
+    m1 = tl.full([BLOCK_V], neg_inf, tl.float32)  # per-lane max
+    m2 = tl.full([BLOCK_V], neg_inf, tl.float32)  # per-lane second max
+    arg = tl.zeros([BLOCK_V], tl.int32)  # per-lane argmax (first index: updates are strict)
+    s = tl.zeros([BLOCK_V], tl.float32)  # per-lane sum exp(z - m1)
+    sz = tl.zeros([BLOCK_V], tl.float32)  # per-lane sum exp(z - m1) * z
     for v0 in range(0, V, BLOCK_V):
-        idx = v0 + cols
+        idx = v0 + lanes
         z = tl.load(x_ptr + row * stride_x + idx, mask=idx < V, other=neg_inf).to(tl.float32) * inv_t
-        # -- top-2 of this chunk, then of (running, chunk) --
-        c1 = tl.max(z, axis=0)
-        i1 = tl.argmax(z, axis=0)
-        c2 = tl.max(tl.where(cols == i1, neg_inf, z), axis=0)
-        m2 = tl.maximum(tl.maximum(tl.minimum(m, c1), m2), c2)
-        tok = tl.where(c1 > m, (v0 + i1).to(tl.int64), tok)  # strict: earlier index wins ties
-        m_new = tl.maximum(m, c1)
-        # -- rescale the running sums to the new max (all -inf so far: nothing to rescale) --
+        # -- top-2 and argmax, per lane --
+        bigger = z > m1
+        m2 = tl.where(bigger, m1, tl.maximum(m2, z))
+        arg = tl.where(bigger, idx, arg)
+        m_new = tl.maximum(m1, z)
+        # -- rescale this lane's sums to its new max (a lane that saw only -inf has none) --
         m_safe = tl.where(m_new == neg_inf, 0.0, m_new)
-        alpha = tl.exp2((m - m_safe) * 1.4426950408889634)
+        alpha = tl.exp2((m1 - m_safe) * 1.4426950408889634)  # 1/ln 2
         e = tl.exp2((z - m_safe) * 1.4426950408889634)
-        s = s * alpha + tl.sum(e, axis=0)
-        sz = sz * alpha + tl.sum(e * tl.where(e > 0, z, 0.0), axis=0)  # 0 * -inf would be nan
-        m = m_new
-    prob = 1.0 / s
-    p2 = tl.where(m2 == neg_inf, 0.0, tl.exp2((m2 - m) * 1.4426950408889634)) / s
-    tl.store(tok_ptr + row, tok)
+        s = s * alpha + e
+        sz = sz * alpha + e * tl.where(e > 0, z, 0.0)  # 0 * -inf would be nan
+        m1 = m_new
+    # -- merge the lanes --
+    m = tl.max(m1, axis=0)
+    tok = tl.min(tl.where(m1 == m, arg, V), axis=0)  # first index among the lanes holding the max
+    second = tl.maximum(tl.max(tl.where(arg == tok, neg_inf, m1), axis=0), tl.max(m2, axis=0))
+    w = tl.exp2((m1 - tl.where(m == neg_inf, 0.0, m)) * 1.4426950408889634)
+    total = tl.sum(s * w, axis=0)
+    total_z = tl.sum(sz * w, axis=0)
+    prob = 1.0 / total
+    p2 = tl.where(second == neg_inf, 0.0, tl.exp2((second - m) * 1.4426950408889634)) / total
+    tl.store(tok_ptr + row, tok.to(tl.int64))
     tl.store(prob_ptr + row, prob)
     tl.store(margin_ptr + row, prob - p2)
-    tl.store(ent_ptr + row, m + tl.log(s) - sz / s)
+    tl.store(ent_ptr + row, m + tl.log(total) - total_z / total)
 
 
 def _temperatures(temperature, n: int, device) -> torch.Tensor:
@@ -118,9 +126,9 @@ def confidence_stats_triton(logits: torch.Tensor, temperature=1.0, block_v: int 
         torch.empty(n, dtype=torch.float32, device=dev),
     )
     if n:
-        block_v = block_v or min(4096, triton.next_power_of_2(vocab))
+        block_v = block_v or min(2048, triton.next_power_of_2(vocab))
         _confidence_kernel[(n,)](
             logits, t, *out, logits.stride(0), vocab,
-            BLOCK_V=block_v, num_warps=8 if block_v >= 2048 else 4,
+            BLOCK_V=block_v, num_warps=8 if block_v >= 2048 else 4,  # 8 elements a thread
         )
     return out

@@ -45,7 +45,7 @@ def rms_norm(x, w, eps: float, residual=None, *, force=None):
 
 
 def apply_rope(q, k, cos, sin, *, force=None):
-    """Rotate q [B, H, S, D] and k [B, H_kv, S, D] in place; cos/sin [S, D/2] or [B, S, D/2]."""
+    """Rotate q [B, H, S, D] and k [B, H_kv, S, D] in place; cos/sin [S, D/2], [B, S, D/2] or [B, 1, S, D]."""
     fn = _rope.apply_rope_triton if use_triton(q, force) else _rope.apply_rope_reference
     return fn(q, k, cos, sin)
 

@@ -30,6 +30,20 @@ def test_rope_matches_reference(device, assert_close, tolerance, dtype, bsz, seq
     assert_close(k, k_ref, atol, rtol, "rope k")
 
 
+def test_rope_accepts_hugging_face_tables(device, assert_close):
+    """cos/sin [B, 1, S, D] with equal halves, as the engine's model builds them."""
+    torch.manual_seed(5)
+    positions = torch.tensor([[4, 5, 6], [0, 1, 2]], device=device)
+    cos, sin = rope_cos_sin(positions, 64)
+    hf_cos, hf_sin = (torch.cat((t, t), -1)[:, None] for t in (cos, sin))
+    q, k = torch.randn(2, 4, 3, 64, device=device), torch.randn(2, 2, 3, 64, device=device)
+    # the Hugging Face formula: x * cos + rotate_half(x) * sin
+    q_hf, k_hf = (x * hf_cos + torch.cat((-x[..., 32:], x[..., :32]), -1) * hf_sin for x in (q, k))
+    apply_rope_triton(q, k, hf_cos, hf_sin)
+    assert_close(q, q_hf, 1e-5, 1e-5, "q")
+    assert_close(k, k_hf, 1e-5, 1e-5, "k")
+
+
 def test_rope_position_zero_is_identity_and_rotation_keeps_norm(device, assert_close):
     q = torch.randn(1, 2, 3, 32, device=device)
     k = torch.randn(1, 1, 3, 32, device=device)

@@ -97,8 +97,11 @@ SPECS: dict[str, dict] = {
                         tensors=dict(kind="qwen", bias=True, qk_norm=False, head=False),
                         specials={"<|mask|>": MASK, "<|endoftext|>": EOS}, shards=1),
     # CoDA's config says tie_word_embeddings (Qwen3-1.7B's default) but the checkpoint carries its own head.
-    "coda": dict(config=_qwen_cfg("CoDALanguageModel", "CoDA", mask_token_id=MASK, head_dim=16, tie_word_embeddings=True,
-                                  attention_bias=False),
+    # CoDA's config.json names no EOS (it comes from the tokenizer) and carries training-only keys.
+    "coda": dict(config={k: v for k, v in _qwen_cfg("CoDALanguageModel", "CoDA", mask_token_id=MASK, head_dim=16,
+                                                    tie_word_embeddings=True, attention_bias=False,
+                                                    attention_kernel="flash_attention", mask_block_sizes=[4, 8]).items()
+                         if k not in ("eos_token_id", "bos_token_id")},
                  tensors=dict(kind="qwen", bias=False, qk_norm=True, head=True),
                  specials={"<|mask|>": MASK, "<|endoftext|>": EOS}, shards=1),
     "sdar": dict(config=_qwen_cfg("SDARForCausalLM", "sdar", mask_token_id=MASK, head_dim=8, block_size=4, attention_bias=False),

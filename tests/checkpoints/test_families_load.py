@@ -92,3 +92,13 @@ def test_every_family_has_defaults():
     for fam in FAMILIES:
         d = defaults_for(fam.name)
         assert 0 < d.threshold <= 2 and d.buckets == tuple(sorted(d.buckets)) and d.refresh_every >= 1
+
+
+def test_end_ids_from_generation_config_and_added_tokens(tmp_path):
+    import json
+
+    write_checkpoint(tmp_path, "dream")
+    (tmp_path / "generation_config.json").write_text(json.dumps({"eos_token_id": [EOS, 93]}))
+    (tmp_path / "added_tokens.json").write_text(json.dumps({"<|im_end|>": 94}))
+    cfg = load(str(tmp_path)).config
+    assert {EOS, 93, 94} <= set(cfg.extra["end_ids"])

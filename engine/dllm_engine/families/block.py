@@ -14,16 +14,15 @@ from ..model_config import ModelConfig
 from .spec import Family, get, qwen_config, skip_rotary
 from .specials import SpecialTokens
 
-MASK_TEXTS = ("<|MASK|>", "|<MASK>|", "<|mask|>", "<mask>")
+MASK_TEXTS = ("<|MASK|>", "|<MASK>|", "<|mask|>", "<mask>", "[MASK]")
 
 
 def _ids(sp: SpecialTokens) -> dict:
     mask = sp.require("mask", config_keys=("mask_token_id",), role="mask_token", texts=MASK_TEXTS)
     eos = sp.require("EOS", config_keys=("eos_token_id",), role="eos_token", texts=("<|endoftext|>", "<|im_end|>"))
     pad = sp.find(config_keys=("pad_token_id",), role="pad_token")
-    ends = {eos} | {t for t in (sp.find(texts=("<|im_end|>",)), sp.find(texts=("<|endoftext|>",))) if t is not None}
     return dict(mask_token_id=mask, eos_token_id=eos, pad_token_id=eos if pad is None else pad,
-                extra={"infill": "block", "end_ids": sorted(ends)})
+                extra={"infill": "block", "end_ids": sp.end_ids(eos, sp.find(texts=("<|endoftext|>",)))})
 
 
 def build_sdar(raw: dict, path: Path, sp: SpecialTokens) -> ModelConfig:

@@ -24,7 +24,7 @@ def build(raw: dict, path: Path, sp: SpecialTokens) -> ModelConfig:
     return qwen_config(
         raw, path, qk_norm=True, qkv_bias=False, tie_word_embeddings=False, logits_shift=True,
         attention="bidirectional", family="coda", mask_token_id=mask, pad_token_id=pad, eos_token_id=eos,
-        extra={"infill": "masks", "end_ids": sorted({eos, pad})},
+        extra={"infill": "masks", "end_ids": sp.end_ids(eos, pad)},
     )
 
 

@@ -40,7 +40,7 @@ def _config(raw: dict, path: Path, sp: SpecialTokens, family: str, infill: str, 
         mask_token_id=mask,
         pad_token_id=pad,
         eos_token_id=eos,
-        extra={"infill": infill, "end_ids": sorted({eos, pad}), **extra},
+        extra={"infill": infill, "end_ids": sp.end_ids(eos, pad), **extra},
     )
 
 

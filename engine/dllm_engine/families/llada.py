@@ -92,7 +92,7 @@ def build(raw: dict, path: Path, sp: SpecialTokens) -> ModelConfig:
         mask_token_id=sp.require("mask", config_keys=("mask_token_id",), role="mask_token", texts=("<|mdm_mask|>",)),
         pad_token_id=eos if pad is None else pad,
         eos_token_id=eos,
-        extra={"infill": "masks", "end_ids": sorted({eos} | ({eot} if eot is not None else set()))},
+        extra={"infill": "masks", "end_ids": sp.end_ids(eos, eot)},
     )
 
 

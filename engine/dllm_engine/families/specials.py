@@ -48,6 +48,9 @@ class SpecialTokens:
                 self.by_text[str(entry.get("content"))] = entry["id"]
         vocab = (tok.get("model") or {}).get("vocab")
         self._vocab = vocab if isinstance(vocab, dict) else {}
+        for text, tid in _read_json(folder / "added_tokens.json").items():  # slow-tokenizer releases (CoDA)
+            if isinstance(tid, int):
+                self.by_text.setdefault(text, tid)
         tok_cfg = _read_json(folder / "tokenizer_config.json")
         for tid, entry in (tok_cfg.get("added_tokens_decoder") or {}).items():
             if isinstance(entry, dict) and str(tid).isdigit():
@@ -84,6 +87,22 @@ class SpecialTokens:
             if tid is not None:
                 return tid
         return None
+
+    def all_ids(self, key: str) -> set[int]:
+        """Every id under `key` in config.json and generation_config.json (eos_token_id is often a list)."""
+        out: set[int] = set()
+        for source in (self.config, self.generation):
+            value = source.get(key)
+            for v in value if isinstance(value, list) else [value]:
+                if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+                    out.add(v)
+        return out
+
+    def end_ids(self, *ids: int | None) -> list[int]:
+        """Tokens that end a fill: the given ids, every configured EOS, and the chat end marker if present."""
+        found = {i for i in ids if i is not None} | self.all_ids("eos_token_id")
+        im_end = self.find(texts=("<|im_end|>",))
+        return sorted(found | ({im_end} if im_end is not None else set()))
 
     def require(self, what: str, **kwargs) -> int:
         tid = self.find(**kwargs)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import dllm_engine.engine as engine_mod
-from ckpt_writers import write_checkpoint
+from ckpt_writers import FAMILY_NAMES, write_checkpoint
 from dllm_engine.engine import Engine, EngineConfig
 from dllm_engine.families.family_runner import FamilyRunner, make_runner
 from dllm_engine.protocol import Hole, InfillRequest
@@ -32,7 +32,7 @@ def family_engine(tmp_path, monkeypatch):
         eng.shutdown()
 
 
-@pytest.mark.parametrize("family", ["llada", "dream", "diffucoder", "coda", "sdar", "fast_dllm_v2"])
+@pytest.mark.parametrize("family", FAMILY_NAMES)
 def test_engine_infill_round_trip(family_engine, family):
     eng = family_engine(family)
     assert isinstance(eng.runner, FamilyRunner)

@@ -137,3 +137,16 @@ def test_diffucoder_pads_with_dlm_pad(tmp_path):
     write_checkpoint(tmp_path / "m", "diffucoder")
     cfg = load(str(tmp_path / "m")).config
     assert cfg.pad_token_id == EXTRA and EXTRA in cfg.extra["end_ids"]
+
+
+def test_edit_canvas_hook(tmp_path):
+    write_checkpoint(tmp_path / "on", "dreamon")
+    write_checkpoint(tmp_path / "d", "dream")
+    on = FamilyRunner(load(str(tmp_path / "on")))
+    plain = FamilyRunner(load(str(tmp_path / "d")))
+    canvas = torch.tensor([5, EXTRA, MASK, EOS, MASK])
+    committed = torch.tensor([False, True, False, True, False])
+    assert plain.edit_canvas(canvas, committed, 8) is canvas
+    assert on.edit_canvas(canvas, committed, 8).tolist() == [5, MASK, MASK, MASK]
+    done = on.edit_canvas(torch.tensor([5, 6]), torch.tensor([False, True]), 8)
+    assert done.tolist() == [5, 6, EOS]  # full canvas: the engine's end rule finishes it

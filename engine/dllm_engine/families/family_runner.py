@@ -22,7 +22,7 @@ import torch
 
 from ..checkpoint import LoadedModel
 from ..protocol import ProtocolError
-from .infill_layout import FamilyContext, Rows, build_rows, current_block_start
+from .infill_layout import FamilyContext, Rows, build_rows, current_block_start, dreamon_edit
 
 
 @dataclass
@@ -90,6 +90,20 @@ class FamilyRunner:
         if self.config.attention == "block":
             return self._block_pass(rows, canvases, canvas_lens)
         return self._bidirectional_pass(rows)
+
+    def edit_canvas(self, canvas: torch.Tensor, committed: torch.Tensor, max_tokens: int) -> torch.Tensor:
+        """Length edits after a pass, for one canvas [L] given this pass's commits [L] (bool).
+
+        Identity except for DreamOn: `[expand]` -> two masks, a committed EOS deletes its slot
+        (and the masks right of it). When no mask is left, an EOS is appended so the engine's
+        usual end-of-fill rule finishes the hole (DreamOn is done when its canvas is full).
+        """
+        if self.config.extra.get("infill") != "expand":
+            return canvas
+        out = dreamon_edit(canvas.tolist(), committed.tolist(), self.config, max_tokens)
+        if self.config.mask_token_id not in out:
+            out.append(self.config.eos_token_id)
+        return torch.tensor(out, dtype=canvas.dtype, device=canvas.device)
 
     # ---- bidirectional: approximate cache with scheduled refresh
     def _bidirectional_pass(self, rows: Rows) -> torch.Tensor:

@@ -1,6 +1,7 @@
 """GPU check for third-party families: a DiffuCoder-shaped model (Qwen2-7B dims, q/k/v
 bias, shifted logits, `<|dlm_pad|>` padding) with random bf16 weights, infilling a
-synthetic hole through the family runner (exact and approximate context cache).
+synthetic hole through the resident engine (Engine + FamilyRunner + the engine's
+denoiser), with the exact and the approximate context cache.
 
 Reports passes/s, tokens per pass, ms per infill and peak GPU memory, one
 Markdown row per setting, ready for benchmarks/RESULTS.md.
@@ -18,11 +19,17 @@ from pathlib import Path
 
 import torch
 
+import json
+import tempfile
+
+import dllm_engine.engine as engine_mod
 from dllm_engine.checkpoint import LoadedModel
-from dllm_engine.families.family_runner import FamilyRunner
-from dllm_engine.families.infill_run import run_infill
+from dllm_engine.engine import Engine, EngineConfig
+from dllm_engine.families.family_runner import make_runner
 from dllm_engine.model import DiffusionTransformer
 from dllm_engine.model_config import ModelConfig
+from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
+from dllm_engine.tokenizer import TextTokenizer
 
 # DiffuCoder-7B = Dream-7B = Qwen2.5-7B dimensions.
 FULL = dict(vocab_size=152064, hidden_size=3584, num_layers=28, num_heads=28, num_kv_heads=4, intermediate_size=18944)
@@ -51,7 +58,23 @@ def random_diffucoder(dims: dict, device: str, dtype: torch.dtype) -> LoadedMode
     return LoadedModel(model=model.eval(), config=cfg, tokenizer=None, path=Path("."), name="random-diffucoder")
 
 
-def main() -> None:
+def word_tokenizer(vocab: int, folder: Path) -> TextTokenizer:
+    """A WordLevel tokenizer where the text `w17` is token 17: synthetic holes as text."""
+    tok = {"version": "1.0", "truncation": None, "padding": None, "added_tokens": [], "normalizer": None,
+           "pre_tokenizer": {"type": "Whitespace"}, "post_processor": None, "decoder": None,
+           "model": {"type": "WordLevel", "vocab": {f"w{i}": i for i in range(vocab)}, "unk_token": "w0"}}
+    (folder / "tokenizer.json").write_text(json.dumps(tok))
+    return TextTokenizer(folder / "tokenizer.json")
+
+
+def start_engine(loaded: LoadedModel, device: str, dtype: str, refresh: int, batch: int, canvas: int) -> Engine:
+    """The resident engine over an in-memory model (no 15 GB random checkpoint on disk)."""
+    engine_mod.load = lambda *a, **k: loaded
+    engine_mod.ModelRunner = lambda lm, cache_bytes: make_runner(lm, cache_bytes, refresh_every=refresh)
+    return Engine(EngineConfig(model="synthetic", device=device, dtype=dtype, max_batch=batch, buckets=(canvas,)))
+
+
+def main(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--tiny", action="store_true", help="toy size on CPU (smoke test)")
     ap.add_argument("--prefix", type=int, default=1024)
@@ -61,40 +84,50 @@ def main() -> None:
     ap.add_argument("--refresh", default="1,4")
     ap.add_argument("--threshold", type=float, default=0.9)
     ap.add_argument("--repeats", type=int, default=3)
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     cuda = torch.cuda.is_available() and not args.tiny
     device, dtype = ("cuda", torch.bfloat16) if cuda else ("cpu", torch.float32)
     if args.tiny:
         args.prefix, args.suffix, args.canvas = min(args.prefix, 48), min(args.suffix, 16), min(args.canvas, 8)
     loaded = random_diffucoder(TINY if args.tiny else FULL, device, dtype)
+    vocab = loaded.config.vocab_size
+    loaded.tokenizer = word_tokenizer(vocab, Path(tempfile.mkdtemp()))
     params_gb = sum(p.numel() * p.element_size() for p in loaded.model.parameters()) / 2**30
     print(f"device {torch.cuda.get_device_name() if cuda else 'cpu'}, {dtype}, weights {params_gb:.2f} GiB, "
           f"prefix {args.prefix} suffix {args.suffix} canvas {args.canvas}, threshold {args.threshold}")
-    print("| batch | refresh_every | ms / infill (median) | passes | passes/s | tokens/pass | peak GiB |")
+    print("| batch | refresh_every | ms / request (median) | passes | passes/s | tokens/pass | peak GiB |")
     print("|---|---|---|---|---|---|---|")
-    vocab = loaded.config.vocab_size
-    for batch in (int(b) for b in args.batches.split(",")):
-        g = torch.Generator().manual_seed(batch)
-        holes = [(torch.randint(0, vocab - 8, (args.prefix,), generator=g).tolist(),
-                  torch.randint(0, vocab - 8, (args.suffix,), generator=g).tolist()) for _ in range(batch)]
-        for n in (int(x) for x in args.refresh.split(",")):
-            times, res = [], None
-            if cuda:
-                torch.cuda.reset_peak_memory_stats()
-            for _ in range(args.repeats + 1):  # first run warms up
-                runner = FamilyRunner(loaded, refresh_every=n)
-                if cuda:
-                    torch.cuda.synchronize()
-                t0 = time.perf_counter()
-                res = run_infill(runner, holes, args.canvas, threshold=args.threshold)
-                if cuda:
-                    torch.cuda.synchronize()
-                times.append(time.perf_counter() - t0)
-            dt = statistics.median(times[1:]) if len(times) > 1 else times[0]
-            peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else float("nan")
-            committed = sum(res.committed_per_pass) / batch
-            print(f"| {batch} | {n}{' (exact)' if n == 1 else ''} | {dt * 1000:.1f} | {res.passes} | "
-                  f"{res.passes / dt:.1f} | {committed / max(res.passes, 1):.2f} | {peak:.1f} |")
+    saved = engine_mod.load, engine_mod.ModelRunner
+    try:
+        for batch in (int(b) for b in args.batches.split(",")):
+            g = torch.Generator().manual_seed(batch)
+
+            def text(n):
+                return " ".join(f"w{i}" for i in torch.randint(0, vocab - 8, (n,), generator=g).tolist())
+
+            holes = [Hole(prefix=text(args.prefix), suffix=text(args.suffix), max_tokens=args.canvas, bucket=args.canvas)
+                     for _ in range(batch)]
+            for n in (int(x) for x in args.refresh.split(",")):
+                eng = start_engine(loaded, device, str(dtype).split(".")[-1], n, batch, args.canvas)
+                try:
+                    if cuda:
+                        torch.cuda.reset_peak_memory_stats()
+                    times, result = [], None
+                    for _ in range(args.repeats + 1):  # the first run warms up
+                        req = InfillRequest(holes=holes, params=DiffusionParams(threshold=args.threshold))
+                        t0 = time.perf_counter()
+                        result = eng.infill(req, timeout=600)
+                        times.append(time.perf_counter() - t0)
+                finally:
+                    eng.shutdown()
+                dt = statistics.median(times[1:]) if len(times) > 1 else times[0]
+                passes = result.passes
+                committed = sum(sum(h.committed_per_pass) for h in result.holes) / batch
+                peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else float("nan")
+                print(f"| {batch} | {n}{' (exact)' if n == 1 else ''} | {dt * 1000:.1f} | {passes} | "
+                      f"{passes / dt:.1f} | {committed / max(passes, 1):.2f} | {peak:.1f} |")
+    finally:
+        engine_mod.load, engine_mod.ModelRunner = saved
 
 
 if __name__ == "__main__":

@@ -132,3 +132,12 @@ def test_missing_mask_id_without_tokenizer(tmp_path):
     # ...but raw logits need no special ids at all
     cfg = load(str(tmp_path), logits_only=True).config
     assert cfg.extra["unresolved_special_ids"] == ["mask"]
+
+
+def test_inconsistent_dims_name_config(tmp_path):
+    write_checkpoint(tmp_path, "dream")
+    cfg = json.loads((tmp_path / "config.json").read_text())
+    cfg["num_key_value_heads"] = 3  # 4 heads are not a multiple of 3
+    (tmp_path / "config.json").write_text(json.dumps(cfg))
+    with pytest.raises(CheckpointError, match=r"config\.json: num_heads 4 not a multiple of num_kv_heads 3"):
+        load(str(tmp_path))

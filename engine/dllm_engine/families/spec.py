@@ -65,21 +65,21 @@ def qwen_config(raw: dict, path: Path, **options) -> ModelConfig:
     if raw.get("use_sliding_window"):
         refuse(path, "use_sliding_window", True, "sliding-window attention is not implemented")
     heads = int(get(raw, "num_attention_heads", path))
+    dims = dict(
+        vocab_size=int(get(raw, "vocab_size", path)),
+        hidden_size=int(get(raw, "hidden_size", path)),
+        num_layers=int(get(raw, "num_hidden_layers", path)),
+        num_heads=heads,
+        num_kv_heads=int(get(raw, "num_key_value_heads", path, heads)),
+        intermediate_size=int(get(raw, "intermediate_size", path)),
+        head_dim=int(get(raw, "head_dim", path, 0) or 0),
+        rope_theta=float(get(raw, "rope_theta", path, 10000.0)),
+        rms_norm_eps=float(get(raw, "rms_norm_eps", path, 1e-6)),
+        max_position_embeddings=int(get(raw, "max_position_embeddings", path, 32768)),
+    )
     try:
-        return ModelConfig(
-            vocab_size=int(get(raw, "vocab_size", path)),
-            hidden_size=int(get(raw, "hidden_size", path)),
-            num_layers=int(get(raw, "num_hidden_layers", path)),
-            num_heads=heads,
-            num_kv_heads=int(get(raw, "num_key_value_heads", path, heads)),
-            intermediate_size=int(get(raw, "intermediate_size", path)),
-            head_dim=int(get(raw, "head_dim", path, 0) or 0),
-            rope_theta=float(get(raw, "rope_theta", path, 10000.0)),
-            rms_norm_eps=float(get(raw, "rms_norm_eps", path, 1e-6)),
-            max_position_embeddings=int(get(raw, "max_position_embeddings", path, 32768)),
-            **options,
-        )
-    except CheckpointError as exc:
+        return ModelConfig(**dims, **options)
+    except CheckpointError as exc:  # e.g. heads not dividing hidden_size
         raise CheckpointError(f"{path / 'config.json'}: {exc}") from None
 
 

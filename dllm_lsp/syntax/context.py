@@ -97,14 +97,14 @@ def _inside_string_or_comment(tree: tree_sitter.Tree, text: str, offset: int, la
 def _classify(
     text: str, offset: int, language: LanguageSpec | None, tree: tree_sitter.Tree | None
 ) -> tuple[Kind, str]:
-    if offset < len(text) and _is_word(text[offset]) and offset > 0 and _is_word(text[offset - 1]):
-        return "none", "mid-identifier"
-    if offset < len(text) and _is_word(text[offset]):
-        return "none", "before identifier"
     if tree is not None and language is not None:
         inside = _inside_string_or_comment(tree, text, offset, language)
         if inside:
             return "none", inside
+    if offset < len(text) and _is_word(text[offset]):
+        if offset > 0 and _is_word(text[offset - 1]):
+            return "none", "mid-identifier"
+        return "none", "before identifier"
     line_start, line_end = _line_bounds(text, offset)
     before, after = text[line_start:offset], text[offset:line_end].strip()
     opener = language.block_opener if language else None

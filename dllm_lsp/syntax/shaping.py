@@ -66,15 +66,21 @@ def _trivial(lines: list[str]) -> bool:
 def drop_repetition(completion: str, cur: _Cursor) -> str | None:
     """Cut loops (a line or group of lines repeated, a phrase repeated in a line); drop echoes."""
     lines = completion.split("\n")
+    # Compare lines as they will stand in the document: the first one after the typed indentation.
+    typed = cur.line_prefix if not cur.line_prefix.strip() else ""
+    placed = [typed + lines[0], *lines[1:]]
     for i in range(len(lines)):
         for k in range(1, 5):
-            unit = lines[i : i + k]
+            unit = placed[i : i + k]
             repeats = 3 if k == 1 else 2
             if len(unit) == k and not _trivial(unit) and all(
-                lines[i + r * k : i + (r + 1) * k] == unit for r in range(1, repeats)
+                placed[i + r * k : i + (r + 1) * k] == unit for r in range(1, repeats)
             ):
                 lines = lines[: i + k]
                 break
+        else:
+            continue
+        break
     out = []
     for line in lines:
         m = _REPEATED_RUN.search(line)

@@ -4,26 +4,32 @@ from __future__ import annotations
 
 import tree_sitter
 
+from dllm_lsp.syntax.document_tree import byte_offset
 from dllm_lsp.syntax.languages import LanguageSpec, parse
 
 
-def error_count(tree: tree_sitter.Tree) -> int:
-    """Number of ERROR and MISSING nodes in ``tree``."""
+def error_spans(tree: tree_sitter.Tree) -> list[tuple[int, int]]:
+    """(start_byte, end_byte) of every ERROR and MISSING node of ``tree``."""
     root = tree.root_node
     if not root.has_error:
-        return 0
-    count = 0
+        return []
+    spans = []
     cursor = root.walk()
     while True:
         node = cursor.node
         if node.is_error or node.is_missing:
-            count += 1
+            spans.append((node.start_byte, node.end_byte))
         # Only descend into subtrees that contain an error somewhere.
         if node.has_error and cursor.goto_first_child():
             continue
         while not cursor.goto_next_sibling():
             if not cursor.goto_parent():
-                return count
+                return spans
+
+
+def error_count(tree: tree_sitter.Tree) -> int:
+    """Number of ERROR and MISSING nodes in ``tree``."""
+    return len(error_spans(tree))
 
 
 def new_error_count(
@@ -31,13 +37,23 @@ def new_error_count(
     filled: str,
     language: LanguageSpec | None,
     original_tree: tree_sitter.Tree | None = None,
+    inserted: tuple[int, int] | None = None,
 ) -> int:
-    """How many more ERROR/MISSING nodes ``filled`` has than ``original`` (never negative).
+    """How many syntax errors ``filled`` adds to ``original`` (never negative).
 
+    The count of ERROR/MISSING nodes may not grow; with ``inserted`` (the str
+    span of ``filled`` that the edit wrote), an error lying wholly inside the
+    inserted text also counts as new, even if it replaced an error of the
+    original (typing `x = ` is an error; `x = a +* b` is a different one).
     Unknown languages cannot be checked and report 0.
     """
     if language is None:
         return 0
     before = error_count(original_tree if original_tree is not None else parse(original, language))
-    after = error_count(parse(filled, language))
-    return max(0, after - before)
+    after_spans = error_spans(parse(filled, language))
+    added = max(0, len(after_spans) - before)
+    if inserted is not None and inserted[0] < inserted[1]:
+        lo, hi = byte_offset(filled, inserted[0]), byte_offset(filled, inserted[1])
+        inside = sum(1 for s, e in after_spans if lo <= s and e <= hi and s < hi)
+        added = max(added, inside)
+    return added

@@ -15,7 +15,7 @@ from dllm_lsp.syntax.brackets import CLOSERS, MATCH, OPENERS, bracket_events, le
 from dllm_lsp.syntax.context import CompletionContext
 from dllm_lsp.syntax.indentation import align_first_line, convert_indentation, indent_unit, leading
 from dllm_lsp.syntax.languages import LanguageSpec, parse
-from dllm_lsp.syntax.parse_check import error_count
+from dllm_lsp.syntax.parse_check import new_error_count
 
 _MAX_PARSE_TRIES = 6  # parse checks per completion: each is a full parse
 
@@ -202,9 +202,10 @@ def drop_suffix_duplicate(completion: str, after: str) -> str | None:
 # -- the pipeline ---------------------------------------------------------------
 
 
-def _parse_ok(text: str, offset: int, candidate: str, end: int, language, base_errors: int) -> bool:
+def _parse_ok(text: str, offset: int, candidate: str, end: int, language, tree) -> bool:
     filled = text[:offset] + candidate + text[end:]
-    return error_count(parse(filled, language)) <= base_errors
+    span = (offset, offset + len(candidate))
+    return new_error_count(text, filled, language, original_tree=tree, inserted=span) == 0
 
 
 def _trims(candidate: str):
@@ -255,13 +256,13 @@ def shape_completion(
         return None
     end = offset + replaced
     if language is not None:
-        base = error_count(tree if tree is not None else parse(text, language))
+        tree = tree if tree is not None else parse(text, language)
         tries = 0
         for candidate in (comp, *_trims(comp)):
             if tries >= _MAX_PARSE_TRIES:
                 return None
             tries += 1
-            if _parse_ok(text, offset, candidate, end, language, base):
+            if _parse_ok(text, offset, candidate, end, language, tree):
                 comp = candidate
                 break
         else:

@@ -13,7 +13,14 @@ import tree_sitter
 
 from dllm_lsp.syntax.brackets import CLOSERS, MATCH, OPENERS, bracket_events, leading_closers, unclosed_openers
 from dllm_lsp.syntax.context import CompletionContext
-from dllm_lsp.syntax.indentation import align_first_line, convert_indentation, indent_unit, leading
+from dllm_lsp.syntax.indentation import (
+    align_first_line,
+    convert_indentation,
+    detected_indent_unit,
+    indent_unit,
+    leading,
+    rescale_steps,
+)
 from dllm_lsp.syntax.languages import LanguageSpec, parse
 from dllm_lsp.syntax.parse_check import new_error_count
 
@@ -172,8 +179,19 @@ def _balance(completion: str, stack: list[str], single_line: bool, language: Lan
             head = "\n".join(lines[:i])
             if not unclosed_openers(head, language) and head.strip():
                 return head
-    closers = "".join({"(": ")", "[": "]", "{": "}"}[o] for o in reversed(stack))
-    return completion.rstrip() + closers
+    completion = completion.rstrip()
+    # Positions of the openers left open, to mirror `{ x` as `x }`.
+    open_at: list[int] = []
+    for pos, ch in bracket_events(completion, language):
+        if ch in OPENERS:
+            open_at.append(pos)
+        elif open_at:
+            open_at.pop()
+    for pos in reversed(open_at):
+        opener = completion[pos]
+        padded = opener == "{" and completion[pos + 1 : pos + 2] == " "
+        completion += (" " if padded else "") + {"(": ")", "[": "]", "{": "}"}[opener]
+    return completion
 
 
 # -- duplicates of the suffix ---------------------------------------------------
@@ -244,6 +262,9 @@ def shape_completion(
         return None
     comp = convert_indentation(comp, unit)
     comp = align_first_line(comp, cur.line_prefix, cur.expected_indent)
+    base = cur.line_prefix + leading(comp) if not cur.line_prefix.strip() else leading(cur.line_prefix)
+    if detected_indent_unit(text):
+        comp = rescale_steps(comp, len(base), unit)
     if not single_line and (language is None or language.indent_style == "indent"):
         comp = stop_at_dedent(comp, cur)
     comp, replaced = fit_brackets(comp, cur, ctx, language, single_line)

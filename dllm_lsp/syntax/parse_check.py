@@ -41,19 +41,29 @@ def new_error_count(
 ) -> int:
     """How many syntax errors ``filled`` adds to ``original`` (never negative).
 
-    The count of ERROR/MISSING nodes may not grow; with ``inserted`` (the str
-    span of ``filled`` that the edit wrote), an error lying wholly inside the
-    inserted text also counts as new, even if it replaced an error of the
-    original (typing `x = ` is an error; `x = a +* b` is a different one).
+    Errors are ERROR/MISSING nodes. Without ``inserted`` this is the growth of
+    their count. With ``inserted`` (the str span of ``filled`` that the edit
+    wrote) the check is stricter, because a document being typed is already
+    broken at the cursor (`x = ` is one error, `x = a +* b` is one too):
+
+    - the baseline is the better of the original and the document with a
+      single identifier in place of the insertion (the smallest plausible fill);
+    - an error lying wholly inside the inserted text always counts.
+
     Unknown languages cannot be checked and report 0.
     """
     if language is None:
         return 0
     before = error_count(original_tree if original_tree is not None else parse(original, language))
     after_spans = error_spans(parse(filled, language))
+    if inserted is None:
+        return max(0, len(after_spans) - before)
+    lo, hi = inserted
+    neutral = filled[:lo] + "x" + filled[hi:]
+    before = min(before, error_count(parse(neutral, language)))
     added = max(0, len(after_spans) - before)
-    if inserted is not None and inserted[0] < inserted[1]:
-        lo, hi = byte_offset(filled, inserted[0]), byte_offset(filled, inserted[1])
-        inside = sum(1 for s, e in after_spans if lo <= s and e <= hi and s < hi)
+    if lo < hi:
+        blo, bhi = byte_offset(filled, lo), byte_offset(filled, hi)
+        inside = sum(1 for s, e in after_spans if blo <= s and e <= bhi and s < bhi)
         added = max(added, inside)
     return added

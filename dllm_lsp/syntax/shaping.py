@@ -226,13 +226,22 @@ def _parse_ok(text: str, offset: int, candidate: str, end: int, language, tree) 
     return new_error_count(text, filled, language, original_tree=tree, inserted=span) == 0
 
 
+_DANGLING = " \t+-*/%.,=&|^<>!?:~"  # a trailing operator or separator left by a cut
+
+
 def _trims(candidate: str):
-    """Shorter versions to try when the full text adds parse errors: drop trailing lines."""
+    """Shorter versions to try when the full text adds parse errors.
+
+    First without a dangling operator at the end, then dropping trailing lines.
+    """
     lines = candidate.split("\n")
-    for i in range(len(lines) - 1, 0, -1):
+    for i in range(len(lines), 0, -1):
         head = "\n".join(lines[:i]).rstrip()
-        if head.strip():
+        if i < len(lines) and head.strip():
             yield head
+        bare = head.rstrip(_DANGLING)
+        if bare != head and bare.strip():
+            yield bare
 
 
 def shape_completion(
@@ -279,7 +288,7 @@ def shape_completion(
     if language is not None:
         tree = tree if tree is not None else parse(text, language)
         tries = 0
-        for candidate in (comp, *_trims(comp)):
+        for candidate in dict.fromkeys((comp, *_trims(comp))):
             if tries >= _MAX_PARSE_TRIES:
                 return None
             tries += 1

@@ -70,3 +70,81 @@ def leading_closers(s: str, language: LanguageSpec | None) -> int:
         else:
             count += 1
     return count
+
+
+def fit_brackets(
+    completion: str,
+    prefix: str,
+    suffix: str,
+    line_suffix: str,
+    language: LanguageSpec | None,
+    single_line: bool,
+) -> tuple[str, int]:
+    """Cut at closers the document already has, or take them over; balance what is left open.
+
+    ``prefix``/``suffix`` are the context windows (cut at statements, so
+    their brackets pair up), ``line_suffix`` the rest of the cursor's line.
+    Returns (text, how many characters after the cursor it replaces).
+    """
+    open_before = unclosed_openers(prefix, language)
+    # Openers before the cursor that nothing after it closes: the completion must close them.
+    deficit = max(0, len(open_before) - leading_closers(suffix, language))
+    stack: list[str] = []
+    outer = 0  # closers that close openers from before the cursor
+    for pos, ch in bracket_events(completion, language):
+        if ch in OPENERS:
+            stack.append(ch)
+            continue
+        if stack:
+            if stack[-1] != MATCH[ch]:
+                completion = completion[:pos]  # mismatched closer: the model lost track
+                break
+            stack.pop()
+            continue
+        outer += 1
+        expected = open_before[-outer] if outer <= len(open_before) else None
+        if expected != MATCH[ch]:
+            completion = completion[:pos]
+            break
+        if outer <= deficit:
+            continue  # the document never closes this one: the completion must
+        # The document closes this opener already: take its closer over on the
+        # cursor's line, otherwise stop before the duplicate.
+        if "\n" not in completion[:pos] and line_suffix.strip():
+            tail = completion[pos:].split("\n")[0]
+            j = 0
+            while j < min(len(tail), len(line_suffix)) and tail[j] == line_suffix[j]:
+                j += 1
+            if j and j >= len(line_suffix.rstrip()):
+                return completion[:pos] + tail, len(line_suffix)
+            if j:
+                return completion[: pos + j], j
+        completion = completion[:pos]
+        break
+    else:
+        if stack:
+            completion = _balance(completion, single_line, language)
+    return completion, 0
+
+
+def _balance(completion: str, single_line: bool, language: LanguageSpec | None) -> str:
+    """Close what the completion opened: trim multi-line text to its last balanced line, else append closers."""
+    if not single_line:
+        lines = completion.split("\n")
+        for i in range(len(lines) - 1, 0, -1):
+            head = "\n".join(lines[:i])
+            if not unclosed_openers(head, language) and head.strip():
+                return head
+    completion = completion.rstrip()
+    # Positions of the openers left open, to mirror `{ x` as `x }`.
+    open_at: list[int] = []
+    for pos, ch in bracket_events(completion, language):
+        if ch in OPENERS:
+            open_at.append(pos)
+        elif open_at:
+            open_at.pop()
+    for pos in reversed(open_at):
+        opener = completion[pos]
+        padded = opener == "{" and completion[pos + 1 : pos + 2] == " "
+        completion += (" " if padded else "") + {"(": ")", "[": "]", "{": "}"}[opener]
+    return completion

@@ -16,6 +16,7 @@ import tree_sitter
 from dllm_lsp.syntax.document_tree import byte_offset
 from dllm_lsp.syntax.languages import LanguageSpec, parse
 from dllm_lsp.syntax.snippets import cross_file_snippets
+from dllm_lsp.syntax.text_lines import is_word, line_bounds, next_nonblank_line, previous_nonblank_line
 from dllm_lsp.syntax.windows import prefix_start, suffix_end
 
 Kind = Literal["none", "line", "multiline", "block"]
@@ -48,16 +49,6 @@ class CompletionContext:
     max_tokens: int  # from the kind: line 24, multiline 64, block 128
     bucket: int | None  # first canvas length bucket for the kind
     snippets: tuple[str, ...] = ()  # cross-file snippets (definitions of imported names)
-
-
-def _is_word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
-
-
-def _line_bounds(text: str, offset: int) -> tuple[int, int]:
-    start = text.rfind("\n", 0, offset) + 1
-    end = text.find("\n", offset)
-    return start, (len(text) if end < 0 else end)
 
 
 def _indent(line: str) -> int:
@@ -101,11 +92,11 @@ def _classify(
         inside = _inside_string_or_comment(tree, text, offset, language)
         if inside:
             return "none", inside
-    if offset < len(text) and _is_word(text[offset]):
-        if offset > 0 and _is_word(text[offset - 1]):
+    if offset < len(text) and is_word(text[offset]):
+        if offset > 0 and is_word(text[offset - 1]):
             return "none", "mid-identifier"
         return "none", "before identifier"
-    line_start, line_end = _line_bounds(text, offset)
+    line_start, line_end = line_bounds(text, offset)
     before, after = text[line_start:offset], text[offset:line_end].strip()
     opener = language.block_opener if language else None
     only_closers = all(ch in CLOSERS + ";," for ch in after)
@@ -118,10 +109,8 @@ def _classify(
     if after and not only_closers:
         return "line", "before code on line"
     # Blank line: a block body if the previous line opens a block that is still empty.
-    prev_lines = text[:line_start].rstrip("\n").split("\n")
-    prev = next((ln for ln in reversed(prev_lines) if ln.strip()), "")
-    next_lines = text[line_end:].split("\n")
-    nxt = next((ln for ln in next_lines if ln.strip()), None)
+    prev = previous_nonblank_line(text, line_start)
+    nxt = next_nonblank_line(text, line_end)
     prev_code = prev.rstrip()
     opens = prev_code.endswith(opener) if opener else prev_code.endswith((":", "{"))
     if opens:

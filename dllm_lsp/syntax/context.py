@@ -180,13 +180,13 @@ def range_context(
     if tree is None and language is not None:
         tree = parse(text, language)
     selected = text[start:end]
-    kind: Kind = "line"
-    if "\n" in selected.strip("\n"):
-        kind = "multiline"
-        head = text[:start].rstrip()
-        opener = language.block_opener if language else None
-        if opener and head.endswith(opener):
-            kind = "block"
+    kind: Kind = "multiline" if "\n" in selected.strip("\n") else "line"
+    # The whole body of a block (`pass`, `todo!()`, `...` placeholders included) is a block fill.
+    head = text[:start].rstrip()
+    tail = text[end:].lstrip(" \t")
+    openers = (language.block_opener,) if language else (":", "{")
+    if head.endswith(openers) and (not tail or tail[0] in "\r\n" + CLOSERS):
+        kind = "block"
     span_tokens = math.ceil(len(selected) / budget.chars_per_token)
     max_tokens = max(MAX_TOKENS[kind], math.ceil(span_tokens * 1.5) + 8)
     cut_start = prefix_start(text, start, budget.chars(budget.prefix_tokens), language, tree)

@@ -125,13 +125,28 @@ def test_range_context_grows_with_the_selection():
     text = "def f(a):\n    b = a + 1\n    c = b * 2\n    return c\n"
     start, end = text.index("    b"), text.index("    return")
     ctx = range_context(text, start, end, python)
-    assert ctx.kind == "block" and ctx.reason == "regenerate selection"
+    assert ctx.kind == "multiline" and ctx.reason == "regenerate selection"  # not the whole body
     assert ctx.prefix == text[:start] and ctx.suffix == text[end:]
     big = "def f(a):\n" + "".join(f"    x{i} = a + {i}\n" for i in range(60)) + "    return a\n"
     ctx_big = range_context(big, big.index("    x0"), big.index("    return"), python)
     assert ctx_big.max_tokens > 128 and ctx_big.bucket >= ctx_big.max_tokens // 2
     line = range_context("x = foo(1, 2)\n", 4, 13, python)
     assert (line.kind, line.max_tokens, line.bucket) == ("line", 24, 16)
+
+
+@pytest.mark.parametrize(
+    "name, text, hole",
+    [
+        ("python", "def f(a):\n    pass\n", "pass"),
+        ("python", "def f(a): ...\n", "..."),
+        ("rust", "fn f() -> u8 {\n    todo!()\n}\n", "todo!()"),
+        ("java", "class A { int f() { return 0; } }", " return 0; "),
+    ],
+)
+def test_range_context_placeholder_bodies_are_blocks(name, text, hole):
+    start = text.index(hole)
+    ctx = range_context(text, start, start + len(hole), language_named(name))
+    assert ctx.kind == "block" and ctx.max_tokens >= 128
 
 
 def test_tree_argument_is_used_as_given():

@@ -24,7 +24,7 @@ def test_syntax_modules_import_no_lsp_torch_or_engine():
 
 def test_line_helpers():
     text = "a\n\n  b\r\n \nc"
-    assert line_bounds(text, text.index("b")) == (3, 6)
+    assert line_bounds(text, text.index("b")) == (3, 7)  # end at the newline, after the \r
     assert previous_nonblank_line(text, text.index("c")) == "  b"
     assert previous_nonblank_line(text, text.index("  b")) == "a"
     assert previous_nonblank_line(text, 0) == ""

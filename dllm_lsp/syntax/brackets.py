@@ -58,18 +58,28 @@ def unclosed_openers(s: str, language: LanguageSpec | None) -> list[str]:
     return stack
 
 
-def leading_closers(s: str, language: LanguageSpec | None) -> int:
-    """How many closers of ``s`` close something opened before ``s``."""
-    depth = 0
-    count = 0
-    for _, ch in bracket_events(s, language):
+def closed_after(open_before: list[str], after: str, language: LanguageSpec | None, reaches_end: bool) -> list[bool]:
+    """For each opener before the cursor, whether the text after the cursor closes it.
+
+    Closers after the cursor close the innermost openers first; a closer of
+    another kind means the innermost opener was never closed (`foo(` typed
+    inside a block whose `}` follows). Openers the window ``after`` does not
+    close count as closed unless it reaches the end of the document.
+    """
+    closed = [not reaches_end] * len(open_before)
+    pending = list(range(len(open_before)))  # indices still open, innermost last
+    local: list[str] = []
+    for _, ch in bracket_events(after, language):
         if ch in OPENERS:
-            depth += 1
-        elif depth:
-            depth -= 1
+            local.append(ch)
+        elif local:
+            local.pop()
         else:
-            count += 1
-    return count
+            while pending and open_before[pending[-1]] != MATCH[ch]:
+                closed[pending.pop()] = False  # skipped: nothing after the cursor closes it
+            if pending:
+                closed[pending.pop()] = True
+    return closed
 
 
 def fit_brackets(
@@ -79,16 +89,17 @@ def fit_brackets(
     line_suffix: str,
     language: LanguageSpec | None,
     single_line: bool,
+    suffix_reaches_end: bool = False,
 ) -> tuple[str, int]:
     """Cut at closers the document already has, or take them over; balance what is left open.
 
     ``prefix``/``suffix`` are the context windows (cut at statements, so
-    their brackets pair up), ``line_suffix`` the rest of the cursor's line.
+    their brackets pair up; ``suffix_reaches_end`` when nothing follows it),
+    ``line_suffix`` the rest of the cursor's line.
     Returns (text, how many characters after the cursor it replaces).
     """
     open_before = unclosed_openers(prefix, language)
-    # Openers before the cursor that nothing after it closes: the completion must close them.
-    deficit = max(0, len(open_before) - leading_closers(suffix, language))
+    closed = closed_after(open_before, suffix, language, suffix_reaches_end)
     stack: list[str] = []
     outer = 0  # closers that close openers from before the cursor
     for pos, ch in bracket_events(completion, language):
@@ -102,11 +113,11 @@ def fit_brackets(
             stack.pop()
             continue
         outer += 1
-        expected = open_before[-outer] if outer <= len(open_before) else None
-        if expected != MATCH[ch]:
+        index = len(open_before) - outer  # the opener this closer pairs with
+        if index < 0 or open_before[index] != MATCH[ch]:
             completion = completion[:pos]
             break
-        if outer <= deficit:
+        if not closed[index]:
             continue  # the document never closes this one: the completion must
         # The document closes this opener already: take its closer over on the
         # cursor's line, otherwise stop before the duplicate.

@@ -92,7 +92,8 @@ def shape_completion(
         comp = rescale_steps(comp, len(base), unit)
     if not single_line and (language is None or language.indent_style == "indent"):
         comp = stop_at_dedent(comp, cur)
-    comp, replaced = fit_brackets(comp, ctx.prefix, ctx.suffix, cur.line_suffix, language, single_line)
+    reaches_end = offset + len(ctx.suffix) >= len(text)
+    comp, replaced = fit_brackets(comp, ctx.prefix, ctx.suffix, cur.line_suffix, language, single_line, reaches_end)
     comp = comp.rstrip()
     if not replaced:
         comp = drop_suffix_duplicate(comp, text[offset:])

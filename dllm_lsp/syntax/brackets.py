@@ -17,6 +17,18 @@ def bracket_events(s: str, language: LanguageSpec | None) -> Iterator[tuple[int,
     A lexer, not a parser: good enough on the short, possibly incomplete text
     a model produces, where a real parse would be mostly ERROR nodes.
     """
+    for pos, ch in _lex(s, language):
+        if ch in OPENERS or ch in CLOSERS:
+            yield pos, ch
+
+
+def ends_in_open_string(line: str, language: LanguageSpec | None) -> bool:
+    """Whether ``line`` (text before a cursor) ends inside a string it opened."""
+    return any(ch == "\0open-string" for _, ch in _lex(line, language))
+
+
+def _lex(s: str, language: LanguageSpec | None) -> Iterator[tuple[int, str]]:
+    """Characters of ``s`` outside strings and comments; "\0open-string" if it ends inside a string."""
     line_comment = language.line_comment if language else "#"
     # Rust lifetimes ('a) and generics make ' ambiguous there; Rust chars are rare in completions.
     quotes = "\"`" if language is not None and language.name == "rust" else "\"'`"
@@ -40,10 +52,11 @@ def bracket_events(s: str, language: LanguageSpec | None) -> Iterator[tuple[int,
                 elif s[j] == "\n" and ch != "`":
                     break  # unterminated on this line: stop treating it as a string
                 j += 1
+            if j >= n:
+                yield i, "\0open-string"
             i = j + 1
             continue
-        if ch in OPENERS or ch in CLOSERS:
-            yield i, ch
+        yield i, ch
         i += 1
 
 

@@ -13,6 +13,7 @@ from typing import Literal
 
 import tree_sitter
 
+from dllm_lsp.syntax.brackets import CLOSERS, ends_in_open_string
 from dllm_lsp.syntax.document_tree import byte_offset
 from dllm_lsp.syntax.languages import LanguageSpec, parse
 from dllm_lsp.syntax.snippets import cross_file_snippets
@@ -24,8 +25,6 @@ Kind = Literal["none", "line", "multiline", "block"]
 # Token budget and first canvas length bucket per kind.
 MAX_TOKENS: dict[str, int] = {"none": 0, "line": 24, "multiline": 64, "block": 128}
 BUCKETS: dict[str, int | None] = {"none": None, "line": 16, "multiline": 32, "block": 64}
-CLOSERS = ")]}"
-_OPENERS = "([{"
 
 
 @dataclass(frozen=True)
@@ -88,15 +87,19 @@ def _inside_string_or_comment(tree: tree_sitter.Tree, text: str, offset: int, la
 def _classify(
     text: str, offset: int, language: LanguageSpec | None, tree: tree_sitter.Tree | None
 ) -> tuple[Kind, str]:
+    line_start, line_end = line_bounds(text, offset)
     if tree is not None and language is not None:
         inside = _inside_string_or_comment(tree, text, offset, language)
         if inside:
             return "none", inside
+    # A string being typed has no closing quote yet, so the tree only shows an ERROR.
+    # (Not for unknown languages: in prose an apostrophe is no quote.)
+    if tree is not None and tree.root_node.has_error and ends_in_open_string(text[line_start:offset], language):
+        return "none", "inside string"
     if offset < len(text) and is_word(text[offset]):
         if offset > 0 and is_word(text[offset - 1]):
             return "none", "mid-identifier"
         return "none", "before identifier"
-    line_start, line_end = line_bounds(text, offset)
     before, after = text[line_start:offset], text[offset:line_end].strip()
     opener = language.block_opener if language else None
     only_closers = all(ch in CLOSERS + ";," for ch in after)

@@ -60,6 +60,7 @@ def test_every_language_parses_and_parsers_are_cached():
         ("call(█)", "line"),
         ("value = █", "line"),
         ("val█ue", "none"),
+        ("it's █", "line"),  # an apostrophe in prose is no open string
     ],
 )
 def test_unknown_language_context_kinds(text, kind):

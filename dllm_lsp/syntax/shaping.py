@@ -17,6 +17,7 @@ from dllm_lsp.syntax.brackets import fit_brackets
 from dllm_lsp.syntax.context import CompletionContext
 from dllm_lsp.syntax.indentation import (
     align_first_line,
+    body_on_new_line,
     convert_indentation,
     detected_indent_unit,
     leading,
@@ -88,11 +89,14 @@ def shape_completion(
     if comp is None:
         return None
     comp = convert_indentation(comp, unit)
+    indent_language = language is None or language.indent_style == "indent"
+    if ctx.kind == "block" and cur.line_prefix.strip() and indent_language:
+        comp = body_on_new_line(comp, cur.line_prefix, unit)
     comp = align_first_line(comp, cur.line_prefix, cur.expected_indent)
     base = cur.line_prefix + leading(comp) if not cur.line_prefix.strip() else leading(cur.line_prefix)
     if detected:
         comp = rescale_steps(comp, len(base), unit)
-    if not single_line and (language is None or language.indent_style == "indent"):
+    if not single_line and indent_language:
         comp = stop_at_dedent(comp, cur)
     reaches_end = offset + len(ctx.suffix) >= len(text)
     comp, replaced = fit_brackets(comp, ctx.prefix, ctx.suffix, cur.line_suffix, language, single_line, reaches_end)

@@ -17,8 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from _bench_common import emit, pick_device, section, timer
-from dllm_kernels import canvas_attention as attn
-from dllm_kernels import commit, confidence, kv_append, rmsnorm, rope, swiglu
+from dllm_kernels import canvas_attention, commit, confidence, context_attention, kv_append, rmsnorm, rope, swiglu
 
 
 def _shape(small: bool) -> dict:
@@ -61,17 +60,17 @@ def cases(s: dict, device: str, dtype: torch.dtype):
     scale = D**-0.5
     seen = int(lens.sum()) + B * L
     yield ("canvas_attention", f"B{B} H{H}/{Hkv} L{L} T{T} D{D}",
-           {"torch": lambda: attn.canvas_attention_reference(q, kc, vc, lens, kn, vn, scale),
+           {"torch": lambda: canvas_attention.canvas_attention_reference(q, kc, vc, lens, kn, vn, scale),
             "sdpa": lambda: _sdpa_eager(q, kc, vc, lens, kn, vn, scale),
-            "triton": lambda: attn.canvas_attention_triton(q, kc, vc, lens, kn, vn, scale)},
+            "triton": lambda: canvas_attention.canvas_attention_triton(q, kc, vc, lens, kn, vn, scale)},
            (2 * seen * Hkv * D + 2 * q.numel()) * es, 4 * seen * H * L * D)
     S = T
     qp, kp, vp = rnd(1, H, S, D), rnd(1, Hkv, S, D), rnd(1, Hkv, S, D)
     zero, full = torch.zeros(1, device=device, dtype=torch.int32), torch.full((1,), S, device=device, dtype=torch.int32)
     yield ("context_attention (prefill)", f"B1 H{H}/{Hkv} S{S} D{D} causal",
-           {"torch": lambda: attn.context_attention_reference(qp, kp, vp, zero, full, scale),
+           {"torch": lambda: context_attention.context_attention_reference(qp, kp, vp, zero, full, scale),
             "sdpa": lambda: F.scaled_dot_product_attention(qp, kp, vp, is_causal=True, scale=scale, enable_gqa=True),
-            "triton": lambda: attn.context_attention_triton(qp, kp, vp, zero, full, scale)},
+            "triton": lambda: context_attention.context_attention_triton(qp, kp, vp, zero, full, scale)},
            (2 * qp.numel() + 2 * kp.numel()) * es, 2 * H * S * S * D)
     cache_k, cache_v = rnd(B, Hkv, T + L, D), rnd(B, Hkv, T + L, D)
     start = lens.clone()

@@ -80,6 +80,7 @@ def _attn_fwd_kernel(
     tl.static_assert(HEAD_D >= 16)
     pid_m = tl.program_id(0)
     bh = tl.program_id(1)
+    pid_s = tl.program_id(2)  # context split (always 0 without SPLIT)
     b = (bh // H).to(tl.int64)
     h = (bh % H).to(tl.int64)
     hk = h // GROUP
@@ -98,7 +99,6 @@ def _attn_fwd_kernel(
         q_pos = offs_m
     lo = 0
     if SPLIT:  # this split's slice of the context, whole key blocks
-        pid_s = tl.program_id(2)
         chunk = tl.cdiv(tl.cdiv(n1, NUM_SPLITS), BLOCK_N) * BLOCK_N
         lo = tl.minimum(pid_s * chunk, n1)
         n1 = tl.minimum(lo + chunk, n1)

@@ -5,14 +5,17 @@ The launchers run on small CPU tensors with each kernel object swapped for a rec
 captures (args, constexprs, num_warps, num_stages) instead of launching; the recorded call
 is then compiled with triton.compile for GPUTarget("cuda", 90, 32). This catches what the
 interpreter cannot: type and scoping errors in compiled Triton, shared-memory overflows,
-illegal dot shapes. Must run without TRITON_INTERPRET (tests/kernels/test_compile_hopper.py
+illegal dot shapes, and register spills on the bf16/fp16 paths. Must run without TRITON_INTERPRET (tests/kernels/test_compile_hopper.py
 starts it in a fresh process). Prints one line per kernel variant; exits 1 on any failure.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import subprocess
 import sys
+import tempfile
 import traceback
 
 assert not os.environ.get("TRITON_INTERPRET"), "run without TRITON_INTERPRET: compiled Triton is the point"
@@ -66,6 +69,16 @@ def compile_call(fn, args, kwargs, overrides):
     return triton.compile(ASTSource(fn, signature, constexprs=constexprs), target=TARGET, options=options)
 
 
+def resource_usage(cubin: bytes) -> dict:
+    """{'REG': n, 'STACK': bytes, ...} from the cuobjdump bundled with triton."""
+    tool = os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", "cuobjdump")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as fh:
+        fh.write(cubin)
+        fh.flush()
+        out = subprocess.run([tool, "--dump-resource-usage", fh.name], capture_output=True, text=True, check=True).stdout
+    return {k: int(v) for k, v in re.findall(r"(REG|STACK|SHARED|LOCAL):(\d+)", out)}
+
+
 def record(module, kernel_names, launch):
     """Run `launch()` with the named kernels of `module` swapped for recorders."""
     originals = {n: getattr(module, n) for n in kernel_names}
@@ -115,7 +128,12 @@ def main() -> int:
             for args, kwargs in rec.calls:
                 try:
                     k = compile_call(rec.fn, args, kwargs, {o: v for o, v in overrides.items() if o in rec.fn.arg_names})
-                    print(f"ok    {name} :: {kname} (shared {k.metadata.shared} B, {k.metadata.num_warps} warps)", flush=True)
+                    use = resource_usage(k.asm["cubin"])
+                    # register spills (stack) slow the hot path; only the float32 test path may spill
+                    if use.get("STACK", 0) and "float32" not in name and "fp32" not in name:
+                        raise RuntimeError(f"spills to the stack: {use}")
+                    print(f"ok    {name} :: {kname} ({use.get('REG')} regs, stack {use.get('STACK')}, "
+                          f"shared {k.metadata.shared} B, {k.metadata.num_warps} warps)", flush=True)
                 except Exception:  # report every variant, then fail
                     failures += 1
                     print(f"FAIL  {name} :: {kname}\n{traceback.format_exc()}", flush=True)

@@ -40,7 +40,7 @@ rc=${PIPESTATUS[0]}
 timeout 150 "$PY" benchmarks/bench_kernels.py --device cuda --results "$RESULTS" || failed+=("bench_kernels (rc $?)")
 
 # -- 3. end-to-end pass at the 7B-class shape --
-timeout 240 "$PY" benchmarks/bench_engine_7b.py --device cuda --results "$RESULTS" || failed+=("bench_engine_7b (rc $?)")
+timeout 240 "$PY" benchmarks/bench_engine_7b.py --device cuda --profile --results "$RESULTS" || failed+=("bench_engine_7b (rc $?)")
 
 if [ ${#failed[@]} -gt 0 ]; then
   printf '\n- gpu_check failures: %s\n' "${failed[*]}" >> "$RESULTS"

@@ -142,11 +142,11 @@ def _attn_combine_kernel(
     offs_d = tl.arange(0, HEAD_D)
     smask = offs_s < NUM_SPLITS
     m = tl.load(pm_ptr + offs_s * rows + row, mask=smask, other=float("-inf"))
-    l = tl.load(pl_ptr + offs_s * rows + row, mask=smask, other=0.0)
+    l_s = tl.load(pl_ptr + offs_s * rows + row, mask=smask, other=0.0)
     acc = tl.load(pacc_ptr + (offs_s[:, None] * rows + row) * HEAD_D + offs_d[None, :], mask=smask[:, None], other=0.0)
     m_max = tl.max(m, axis=0)
     w = tl.exp2(m - tl.where(m_max == float("-inf"), 0.0, m_max))  # splits that saw nothing weigh 0
-    den = tl.sum(w * l, axis=0)
+    den = tl.sum(w * l_s, axis=0)
     o = tl.sum(w[:, None] * acc, axis=0) / tl.where(den == 0.0, 1.0, den)
     bh = row // M
     i = row % M

@@ -61,7 +61,7 @@ def compile_call(fn, args, kwargs, overrides):
     options = {k: kwargs.pop(k) for k in ("num_warps", "num_stages") if k in kwargs}
     names = fn.arg_names
     signature, constexprs = {}, {}
-    for name, value in zip(names, args):
+    for name, value in zip(names, args, strict=False):  # trailing params are constexprs
         signature[name] = _arg_type(value)
     for name in names[len(args):]:
         signature[name] = "constexpr"

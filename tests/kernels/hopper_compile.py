@@ -5,8 +5,9 @@ The launchers run on small CPU tensors with each kernel object swapped for a rec
 captures (args, constexprs, num_warps, num_stages) instead of launching; the recorded call
 is then compiled with triton.compile for GPUTarget("cuda", 90, 32). This catches what the
 interpreter cannot: type and scoping errors in compiled Triton, shared-memory overflows,
-illegal dot shapes, and register spills on the bf16/fp16 paths. Must run without TRITON_INTERPRET (tests/kernels/test_compile_hopper.py
-starts it in a fresh process). Prints one line per kernel variant; exits 1 on any failure.
+illegal dot shapes, and register spills on the bf16/fp16 paths. Must run without
+TRITON_INTERPRET (tests/kernels/test_compile_hopper.py starts it in a fresh process).
+Prints one line per kernel variant; exits 1 on any failure.
 """
 
 from __future__ import annotations
@@ -94,30 +95,45 @@ def record(module, kernel_names, launch):
 
 
 def cases():
+    """(name, module holding the kernels, kernel names, launch, constexpr overrides) per variant."""
     bf16, f16, f32 = torch.bfloat16, torch.float16, torch.float32
+    i32 = dict(dtype=torch.int32)
     r = lambda *s, dt=bf16: torch.randn(*s).to(dt)  # noqa: E731
-    yield "rmsnorm bf16 3584 +residual", rmsnorm, ["_rmsnorm_kernel"], lambda: rmsnorm.rms_norm_triton(r(4, 3584), r(3584), 1e-6, r(4, 3584)), {}
-    yield "rmsnorm fp32 64", rmsnorm, ["_rmsnorm_kernel"], lambda: rmsnorm.rms_norm_triton(r(4, 64, dt=f32), r(64, dt=f32), 1e-6), {}
+    attn = ["_attn_fwd_kernel", "_attn_combine_kernel"]
+    gpu_dots = {"DOT_F32": False}  # on CPU tensors the launcher picks float32 dots (interpreter workaround)
+
+    yield "rmsnorm bf16 3584 +residual", rmsnorm, ["_rmsnorm_kernel"], (
+        lambda: rmsnorm.rms_norm_triton(r(4, 3584), r(3584), 1e-6, r(4, 3584))), {}
+    yield "rmsnorm fp32 64", rmsnorm, ["_rmsnorm_kernel"], (
+        lambda: rmsnorm.rms_norm_triton(r(4, 64, dt=f32), r(64, dt=f32), 1e-6)), {}
     yield "swiglu bf16 fused 18944", swiglu, ["_swiglu_kernel"], lambda: swiglu.swiglu_triton(r(4, 2 * 18944)), {}
     cos, sin = rope.rope_cos_sin(torch.arange(4), 128)
-    yield "rope bf16 28/4 x 128", rope, ["_rope_kernel"], lambda: rope.apply_rope_triton(r(1, 28, 4, 128), r(1, 4, 4, 128), cos, sin), {}
-    lens = torch.tensor([64, 10], dtype=torch.int32)
+    yield "rope bf16 28/4 x 128", rope, ["_rope_kernel"], (
+        lambda: rope.apply_rope_triton(r(1, 28, 4, 128), r(1, 4, 4, 128), cos, sin)), {}
+    lens = torch.tensor([64, 10], **i32)
     for dt, dim, group, splits in ((bf16, 128, 7, 1), (bf16, 128, 7, 4), (f16, 64, 4, 1), (f32, 32, 1, 1)):
         name = f"canvas_attention {str(dt)[6:]} D{dim} G{group} splits{splits}"
-        args = (r(2, 4 * group, 32, dim, dt=dt), r(2, 4, 64, dim, dt=dt), r(2, 4, 64, dim, dt=dt), lens,
-                r(2, 4, 32, dim, dt=dt), r(2, 4, 32, dim, dt=dt), dim**-0.5)
-        # the launcher picks float32 dots on CPU (the interpreter's bf16 dot is broken); on a GPU only for fp32
-        yield name, _attention_kernel, ["_attn_fwd_kernel", "_attn_combine_kernel"], (
+        ctx = [r(2, 4, 64, dim, dt=dt) for _ in range(2)]
+        canvas = [r(2, 4, 32, dim, dt=dt) for _ in range(2)]
+        args = (r(2, 4 * group, 32, dim, dt=dt), *ctx, lens, *canvas, dim**-0.5)
+        yield name, _attention_kernel, attn, (
             lambda a=args, s=splits: canvas_attention.canvas_attention_triton(*a, num_splits=s)), {"DOT_F32": dt == f32}
-    yield "canvas_attention bf16 D128 no context", _attention_kernel, ["_attn_fwd_kernel"], lambda: canvas_attention.canvas_attention_triton(
-        r(1, 28, 32, 128), r(1, 4, 0, 128), r(1, 4, 0, 128), torch.zeros(1, dtype=torch.int32), r(1, 4, 32, 128), r(1, 4, 32, 128), 0.1), {"DOT_F32": False}
-    yield "context_attention bf16 D128 causal", _attention_kernel, ["_attn_fwd_kernel"], lambda: context_attention.context_attention_triton(
-        r(1, 28, 256, 128), r(1, 4, 256, 128), r(1, 4, 256, 128), torch.zeros(1, dtype=torch.int32), torch.full((1,), 256, dtype=torch.int32), 0.1), {"DOT_F32": False}
-    yield "kv_append bf16 D128", kv_append, ["_kv_append_kernel"], lambda: kv_append.kv_append_triton(
-        r(2, 4, 64, 128), r(2, 4, 64, 128), r(2, 4, 8, 128), r(2, 4, 8, 128), torch.tensor([0, 56])), {}
-    yield "confidence bf16 V152064", confidence, ["_confidence_kernel"], lambda: confidence.confidence_stats_triton(r(4, 152064), 0.7), {}
-    yield "confidence fp32 V1000", confidence, ["_confidence_kernel"], lambda: confidence.confidence_stats_triton(r(4, 1000, dt=f32), 1.0), {}
-    yield "commit [16, 32]", commit, ["_commit_kernel"], lambda: commit.commit_mask_triton(torch.rand(16, 32) < 0.5, torch.rand(16, 32), 0.9), {}
+    empty, canvas = r(1, 4, 0, 128), r(1, 4, 32, 128)
+    yield "canvas_attention bf16 D128 no context", _attention_kernel, attn, (
+        lambda: canvas_attention.canvas_attention_triton(
+            r(1, 28, 32, 128), empty, empty, torch.zeros(1, **i32), canvas, canvas, 0.1)), gpu_dots
+    cache = r(1, 4, 256, 128)
+    yield "context_attention bf16 D128 causal", _attention_kernel, attn, (
+        lambda: context_attention.context_attention_triton(
+            r(1, 28, 256, 128), cache, cache, torch.zeros(1, **i32), torch.full((1,), 256, **i32), 0.1)), gpu_dots
+    yield "kv_append bf16 D128", kv_append, ["_kv_append_kernel"], (
+        lambda: kv_append.kv_append_triton(cache, cache, canvas, canvas, torch.tensor([0]))), {}
+    yield "confidence bf16 V152064", confidence, ["_confidence_kernel"], (
+        lambda: confidence.confidence_stats_triton(r(4, 152064), 0.7)), {}
+    yield "confidence fp32 V1000", confidence, ["_confidence_kernel"], (
+        lambda: confidence.confidence_stats_triton(r(4, 1000, dt=f32), 1.0)), {}
+    yield "commit [16, 32]", commit, ["_commit_kernel"], (
+        lambda: commit.commit_mask_triton(torch.rand(16, 32) < 0.5, torch.rand(16, 32), 0.9)), {}
 
 
 def main() -> int:

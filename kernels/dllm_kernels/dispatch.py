@@ -76,13 +76,20 @@ def kv_append(k_cache, v_cache, k_new, v_new, start, new_lens=None, *, force=Non
 
 
 def confidence_stats(logits, temperature=1.0, *, force=None) -> ConfidenceStats:
-    """(token, prob, margin, entropy) per row of [N, V] logits; temperature float or [N]."""
+    """(token, prob, margin, entropy) per row of [N, V] logits.
+
+    temperature: a float, or a float tensor [N] (a per-request [B] over B*L canvas rows:
+    `t.repeat_interleave(L)`); <= 0 means greedy, whose statistics are taken at 1.
+    """
     fn = _conf.confidence_stats_triton if use_triton(logits, force) else _conf.confidence_stats_reference
     return fn(logits, temperature)
 
 
 def commit_mask(masked, confidence, threshold, *, force=None):
-    """bool [B, L]: masked & (confidence >= threshold), plus each row's best masked slot."""
+    """bool [B, L]: masked & (confidence >= threshold), plus each row's best masked slot.
+
+    threshold: a float or a float tensor [B] (per request). No host synchronisation.
+    """
     fn = _commit.commit_mask_triton if use_triton(confidence, force) else _commit.commit_mask_reference
     return fn(masked, confidence, threshold)
 

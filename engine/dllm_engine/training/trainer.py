@@ -10,7 +10,6 @@ run given a wall-clock budget still ends with a decayed learning rate.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import shutil
@@ -20,7 +19,6 @@ from pathlib import Path
 
 import torch
 
-from .. import ops
 from ..checkpoint import save_native
 from ..model import DiffusionTransformer
 from ..model_config import ModelConfig
@@ -71,16 +69,6 @@ def lr_at(cfg: TrainConfig, step: int, seconds: float) -> float:
     return floor + (cfg.lr - floor) * 0.5 * (1 + math.cos(math.pi * progress))
 
 
-@contextlib.contextmanager
-def torch_ops_only():
-    """The Triton kernels behind dllm_engine.ops are inference-only (no backward): train on the torch ops."""
-    saved, ops._kernels = ops._kernels, None
-    try:
-        yield
-    finally:
-        ops._kernels = saved
-
-
 def pick_device(name: str) -> torch.device:
     if name == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -110,6 +98,7 @@ class Trainer:
             self.heldout = BatchStream(TokenCorpus.open(cfg.heldout_dir), self.sampler, self.ids, held_cfg)
         torch.manual_seed(cfg.stream.seed)
         self.model = DiffusionTransformer(self.model_cfg).to(self.device)
+        self.model.use_kernels("torch")  # the Triton kernels are inference-only (no backward)
         self._init_weights()
         decay = [p for n, p in self.model.named_parameters() if p.dim() >= 2]
         no_decay = [p for n, p in self.model.named_parameters() if p.dim() < 2]
@@ -190,7 +179,7 @@ class Trainer:
         for group in self.opt.param_groups:
             group["lr"] = lr
         self.model.train()
-        with torch_ops_only(), self._autocast():
+        with self._autocast():
             loss, stats = diffusion_loss(self.model, batch, gen, self.ids.mask, self.cfg.loss, self.hidden_fn)
         self.opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -207,7 +196,7 @@ class Trainer:
         for k in range(self.cfg.eval_batches):
             batch = self.heldout.batch(k, with_mask=False).to(self.device)
             gen = torch.Generator().manual_seed(k)
-            with torch_ops_only(), self._autocast():
+            with self._autocast():
                 _, stats = diffusion_loss(self.model, batch, gen, self.ids.mask, self.cfg.loss)
             for key, v in stats.items():
                 totals[key] = totals.get(key, 0.0) + v / self.cfg.eval_batches

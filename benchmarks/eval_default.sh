@@ -14,12 +14,13 @@ export PYTHONPATH=$PWD:$PWD/engine:$PWD/kernels OMP_NUM_THREADS=1 PYTHONUNBUFFER
 mkdir -p "$OUT"
 common=(--model "$MODEL" --threads 1 --workers 1)
 [[ -d "${HELDOUT_DATA:-runs/data/heldout}" ]] && common+=(--heldout-data "${HELDOUT_DATA:-runs/data/heldout}")
+[[ -n "${LIMIT:-}" ]] && common+=(--limit "$LIMIT")  # a quick dry run: LIMIT=3
 
 "$PY" -m dllm_engine.evaluation "${common[@]}" --benchmarks single-line --stride 17 --arms all \
   --out-json "$OUT/single.json" --out-md "$OUT/single.md" > "$OUT/single.log" 2>&1 &
 p1=$!
 {
-  "$PY" -m dllm_engine.evaluation "${common[@]}" --benchmarks heldout --heldout-count 30 --arms all \
+  "$PY" -m dllm_engine.evaluation "${common[@]}" --benchmarks heldout --heldout-count "${HELDOUT:-30}" --arms all \
     --out-json "$OUT/heldout.json" --out-md "$OUT/heldout.md"
   "$PY" -m dllm_engine.evaluation "${common[@]}" --benchmarks multi-line --stride 200 --arms empty,var-thr \
     --out-json "$OUT/multi.json" --out-md "$OUT/multi.md"

@@ -118,6 +118,9 @@ async def evaluate(client, tasks: list[Task], arms: list[Arm], trim: ContextTrim
                    max_tokens: dict[str, int], timeout_s: float = 10.0, workers: int | None = None,
                    progress=None) -> list[Outcome]:
     outcomes = []
+    model_arms = [a for a in arms if not a.empty]
+    if tasks and model_arms:  # load the model and warm caches outside the timed requests
+        await fill_one(client, tasks[0], model_arms[0], trim, 8)
     for arm in arms:
         for i, task in enumerate(tasks):
             outcomes.append(await fill_one(client, task, arm, trim, max_tokens.get(task.benchmark, 64)))

@@ -15,7 +15,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from .conversions import Encoding, InvalidPosition, LineIndex, utf8_offset
+from .conversions import Encoding, InvalidPosition, LineIndex
 
 log = logging.getLogger(__name__)
 
@@ -65,23 +65,10 @@ class Document:
             self.tree = None
 
     def _edit_tree(self, old: str, new: str, start: int, old_end: int, new_end: int) -> None:
-        start_b, old_end_b = utf8_offset(old, start), utf8_offset(old, old_end)
-        new_end_b = start_b + len(new[start:new_end].encode("utf-8", "surrogatepass"))
-        self.tree.apply_edit(
-            start_b, old_end_b, new_end_b,
-            _point(old, start, start_b), _point(old, old_end, old_end_b), _point(new, new_end, new_end_b),
-            new,
-        )
+        self.tree.replace(start, old_end, new[start:new_end])
 
     def _rebuild_tree(self) -> None:
         self.tree = make_tree(self.language, self.text) if not self.huge else None
-
-
-def _point(text: str, offset: int, _byte_offset: int) -> tuple[int, int]:
-    """tree-sitter point (row, byte column) of a str offset."""
-    row = text.count("\n", 0, offset)
-    line_start = text.rfind("\n", 0, offset) + 1
-    return row, len(text[line_start:offset].encode("utf-8", "surrogatepass"))
 
 
 def make_tree(language: Any, text: str) -> Any:
@@ -90,7 +77,7 @@ def make_tree(language: Any, text: str) -> Any:
     from ..syntax.document_tree import DocumentTree
 
     try:
-        return DocumentTree(language, text)
+        return DocumentTree(text, language)
     except Exception:
         log.exception("could not parse the document as %s; using line-based context", getattr(language, "name", "?"))
         return None

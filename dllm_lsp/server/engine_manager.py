@@ -179,13 +179,16 @@ class EngineManager:
                 report("connecting")
             health = await asyncio.wait_for(client.health(), LOAD_TIMEOUT_S)
             log.info("engine health: %s", health)
-            if report:
-                report("loading the model")
-            from dllm_engine.protocol import Hole
+            if self._options.mode in ("inProcess", "daemon"):
+                # The model loads on its first request: a one-token fill loads the
+                # weights (and warms what needs it) before a keystroke waits on it.
+                if report:
+                    report("loading the model")
+                from dllm_engine.protocol import Hole
 
-            # A one-token fill loads the weights and compiles what needs it.
-            probe = InfillRequest(holes=[Hole(prefix="def f():\n    ", suffix="\n", max_tokens=1)], priority="batch")
-            await asyncio.wait_for(client.infill(probe), LOAD_TIMEOUT_S)
+                probe = InfillRequest(holes=[Hole(prefix="def f():\n    ", suffix="\n", max_tokens=1)],
+                                      priority="batch")
+                await asyncio.wait_for(client.infill(probe), LOAD_TIMEOUT_S)
         except asyncio.CancelledError:
             raise
         except Exception as exc:

@@ -93,10 +93,8 @@ def shape(plan: Plan, completion: str) -> Suggestion | None:
 
 def plan_range(doc: Document, start: int, end: int, options: ServerOptions) -> tuple[CompletionContext, Hole]:
     """Context and hole for re-generating `text[start:end]` with both sides as context."""
-    ctx = range_context(doc.text, start, end, doc.language, budget(options))
-    # The replacement may be longer than the selection: allow room, within the engine's cap.
-    old_tokens = int((end - start) / budget(options).chars_per_token) + 1
-    max_tokens = min(1024, max(ctx.max_tokens, 2 * old_tokens + 16))
+    ctx = range_context(doc.text, start, end, doc.language, budget(options), tree=syntax_tree(doc))
+    max_tokens = min(1024, ctx.max_tokens)  # the engine's per-hole cap
     bucket = ctx.bucket if ctx.bucket is not None and ctx.bucket <= max_tokens else None
     prefix = with_snippets(ctx, doc.language) if ctx.snippets else ctx.prefix
     return ctx, Hole(prefix=prefix, suffix=ctx.suffix, max_tokens=max_tokens, bucket=bucket)

@@ -174,6 +174,7 @@ class EngineManager:
         if client is None:
             return False
         self._set_status("loading")
+        failures = self.failures
         try:
             if report:
                 report("connecting")
@@ -195,6 +196,8 @@ class EngineManager:
             await self._drop_client()
             self._fail(_explain(exc))
             return False
+        if self.failures != failures:
+            return False  # a request failed meanwhile: its error stands
         self._mark_ready()
         return True
 

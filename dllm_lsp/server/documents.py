@@ -41,6 +41,11 @@ class Document:
         return self._index
 
     @property
+    def syntax_language(self) -> Any:
+        """The language for syntax work; None (plain lines) for a huge document, never parsed."""
+        return None if self.huge else self.language
+
+    @property
     def huge(self) -> bool:
         return len(self.text) > HUGE_DOCUMENT_CHARS
 

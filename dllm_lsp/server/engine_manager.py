@@ -101,7 +101,13 @@ class EngineManager:
 
     @property
     def loading(self) -> bool:
-        return self._warming is not None and not self._warming.done()
+        """A model is loading (in-process or daemon): keystrokes should not queue behind it.
+
+        A remote or OpenAI endpoint has no load step here, so its warm-up (a
+        health check) never holds requests back.
+        """
+        return (self._options.mode in ("inProcess", "daemon") and self._warming is not None
+                and not self._warming.done())
 
     # ------------------------------------------------------------------ state
 

@@ -69,14 +69,14 @@ def syntax_tree(doc: Document) -> Any:
 def plan_completion(doc: Document, offset: int, options: ServerOptions, open_documents: dict[str, str]) -> Plan | None:
     """What to ask the engine for at `offset`, or None when no completion belongs here (logged)."""
     tree = syntax_tree(doc)
-    ctx = completion_context(doc.text, offset, doc.language, budget(options), tree=tree,
+    ctx = completion_context(doc.text, offset, doc.syntax_language, budget(options), tree=tree,
                              open_documents={u: t for u, t in open_documents.items() if u != doc.uri})
     if ctx.kind == "none":
         log.debug("no completion at %s:%d: %s", doc.uri, offset, ctx.reason)
         return None
     prefix = with_snippets(ctx, doc.language) if ctx.snippets else ctx.prefix
     hole = Hole(prefix=prefix, suffix=ctx.suffix, max_tokens=ctx.max_tokens, bucket=ctx.bucket)
-    return Plan(doc.uri, doc.version, doc.text, offset, ctx, doc.language, tree, hole)
+    return Plan(doc.uri, doc.version, doc.text, offset, ctx, doc.syntax_language, tree, hole)
 
 
 def request_for(holes: list[Hole], options: ServerOptions, priority: str = "interactive") -> InfillRequest:
@@ -93,7 +93,7 @@ def shape(plan: Plan, completion: str) -> Suggestion | None:
 
 def plan_range(doc: Document, start: int, end: int, options: ServerOptions) -> tuple[CompletionContext, Hole]:
     """Context and hole for re-generating `text[start:end]` with both sides as context."""
-    ctx = range_context(doc.text, start, end, doc.language, budget(options), tree=syntax_tree(doc))
+    ctx = range_context(doc.text, start, end, doc.syntax_language, budget(options), tree=syntax_tree(doc))
     max_tokens = min(1024, ctx.max_tokens)  # the engine's per-hole cap
     bucket = ctx.bucket if ctx.bucket is not None and ctx.bucket <= max_tokens else None
     prefix = with_snippets(ctx, doc.language) if ctx.snippets else ctx.prefix

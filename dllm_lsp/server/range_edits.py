@@ -35,8 +35,8 @@ def _edit(doc: "Document", edits: list[types.TextEdit]) -> types.WorkspaceEdit:
 
 
 def _keeps_parsing(doc: "Document", replacements: list[tuple[int, int, str]]) -> bool:
-    if doc.language is None:
-        return True
+    if doc.syntax_language is None:
+        return True  # no grammar (or a huge document): nothing to check against
     filled, last = [], 0
     for start, end, new in sorted(replacements):
         filled += [doc.text[last:start], new]

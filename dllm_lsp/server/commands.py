@@ -80,11 +80,23 @@ def register(ls: "DllmServer") -> None:
         return ls.engine.status.to_json()
 
     @ls.command("dllm.serverStats")
-    def stats(*args: Any) -> dict[str, Any]:
+    async def stats(*args: Any) -> dict[str, Any]:
         """Counters for benchmarks and bug reports (not part of the editor contract)."""
+        last = ls.engine.last_result
+        health = None
+        if ls.engine.client is not None:
+            try:
+                health = await asyncio.wait_for(ls.engine.client.health(), 5)
+            except Exception as exc:
+                health = {"error": str(exc)}
         return {
             "scheduler": ls.scheduler.stats.to_json(),
             "engineRequests": ls.engine.requests,
+            "engineCancelled": ls.engine.cancelled,
             "engineFailures": ls.engine.failures,
+            "lastResult": None if last is None else {
+                "passes": last.passes, "elapsedMs": last.elapsed_ms, "model": last.model,
+                "holes": [{"text": h.text, "finishReason": h.finish_reason, "tokens": h.tokens} for h in last.holes]},
+            "engineHealth": health,
             "maxRssKb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         }

@@ -86,6 +86,8 @@ class EngineManager:
         self.status = EngineStatus("loading", describe_model(options))
         self.requests = 0
         self.failures = 0
+        self.cancelled = 0  # engine requests cancelled before they finished (superseded or $/cancelRequest)
+        self.last_result: InfillResult | None = None
         self._warming: asyncio.Task | None = None
 
     def start_warm_up(self, report: Callable[[str], None] | None = None) -> asyncio.Task:
@@ -241,6 +243,7 @@ class EngineManager:
         try:
             result = await asyncio.wait_for(client.infill(request), timeout_s + 5.0 if self._loaded else LOAD_TIMEOUT_S)
         except asyncio.CancelledError:
+            self.cancelled += 1
             raise
         except (EngineBusy, RequestCancelled) as exc:
             log.info("engine did not serve request %s: %s", request.request_id, exc)
@@ -256,6 +259,7 @@ class EngineManager:
             self._fail(_explain(exc))
             return None
         self._mark_ready((time.perf_counter() - start) * 1000)
+        self.last_result = result
         return result
 
 

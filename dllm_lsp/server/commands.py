@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from .conversions import InvalidPosition
-from .range_edits import fill_holes, regenerate_selection
 
 if TYPE_CHECKING:
     from .server import DllmServer
@@ -46,6 +45,8 @@ def register(ls: "DllmServer") -> None:
             rng = ls.protocol._converter.structure(args[1], types.Range)
         except Exception as exc:
             raise CommandError(f"argument 2 must be an LSP range: {exc}") from None
+        from .range_edits import regenerate_selection
+
         try:
             edit = await regenerate_selection(ls, uri, rng)
         except InvalidPosition as exc:
@@ -54,6 +55,8 @@ def register(ls: "DllmServer") -> None:
 
     @ls.command("dllm.fillHoles")
     async def fill(*args: Any) -> dict[str, Any]:
+        from .range_edits import fill_holes
+
         return await _apply(ls, "dllm: fill holes", await fill_holes(ls, _uri(args)))
 
     @ls.command("dllm.toggleCompletions")
@@ -98,5 +101,6 @@ def register(ls: "DllmServer") -> None:
                 "passes": last.passes, "elapsedMs": last.elapsed_ms, "model": last.model,
                 "holes": [{"text": h.text, "finishReason": h.finish_reason, "tokens": h.tokens} for h in last.holes]},
             "engineHealth": health,
+            "engineAnswerMs": list(ls.scheduler.engine_answer_ms),
             "maxRssKb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         }

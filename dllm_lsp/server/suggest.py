@@ -11,22 +11,27 @@ the engine (the client asks again for the newer text).
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from .conversions import InvalidPosition, LineIndex
-from .infill import Suggestion, language_enabled, plan_completion, request_for, shape
 from .suggestion_cache import CachedSuggestion
 
 if TYPE_CHECKING:
+    from .infill import Suggestion
     from .server import DllmServer
 
 log = logging.getLogger(__name__)
 
 
-async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: str) -> tuple[Suggestion, LineIndex] | None:
+async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: str) -> "tuple[Suggestion, LineIndex] | None":
     """A suggestion at `position` and the line index of the snapshot it refers to, or None (reason logged)."""
+    arrived = time.perf_counter()
+    # The syntax layer loads after `initialize` (server.preload), not on the way to it.
+    from .infill import Suggestion, language_enabled, plan_completion, request_for, shape
+
     opts = ls.options
     if not opts.enable or not ls.engine.enabled:
         return None
@@ -63,7 +68,7 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
         ls.scheduler.supersede(key)  # whatever was pending for this document is moot now
         return None
 
-    async def work() -> tuple[Suggestion, LineIndex] | None:
+    async def work() -> "tuple[Suggestion, LineIndex] | None":
         current = ls.documents.get(uri)
         if current is None or current.version != plan.version:
             log.debug("stale %s request for %s (document changed during the debounce)", kind, uri)
@@ -71,6 +76,7 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
         result = await ls.engine.infill(request_for([plan.hole], opts))
         if result is None or not result.holes:
             return None
+        ls.scheduler.engine_answer_ms.append((time.perf_counter() - arrived) * 1000)
         try:
             suggestion = shape(plan, result.holes[0].text)
         except Exception:

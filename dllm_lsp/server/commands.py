@@ -96,6 +96,7 @@ def register(ls: "DllmServer") -> None:
             "scheduler": ls.scheduler.stats.to_json(),
             "engineRequests": ls.engine.requests,
             "engineCancelled": ls.engine.cancelled,
+            "sharedEngineCalls": ls.inflight.joined,
             "engineFailures": ls.engine.failures,
             "lastResult": None if last is None else {
                 "passes": last.passes, "elapsedMs": last.elapsed_ms, "model": last.model,

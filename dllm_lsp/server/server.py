@@ -20,6 +20,7 @@ from .. import __version__
 from .conversions import Encoding, normalize_encoding
 from .documents import DocumentStore
 from .engine_manager import EngineManager, EngineStatus
+from .inflight import InflightRequests
 from .options import ServerOptions, parse_options
 from .scheduler import RequestScheduler
 from .suggestion_cache import SuggestionCache
@@ -41,10 +42,12 @@ class DllmServer(LanguageServer):
         self.encoding: Encoding = "utf-16"
         self.documents = DocumentStore()
         self.cache = SuggestionCache()
+        self.inflight = InflightRequests()
         self.scheduler = RequestScheduler(self.options.debounce_ms / 1000)
         self.engine = EngineManager(self.options.engine, self.publish_status, self.show_problem)
         self.diagnostics = None  # set by diagnostics.register
         self._shutting_down = False
+        self._progress_count = 0
 
     # ------------------------------------------------------------ messages
 
@@ -78,7 +81,8 @@ class DllmServer(LanguageServer):
         token = None
         caps = self.client_capabilities.window
         if caps is not None and caps.work_done_progress:
-            token = "dllm-engine-load"
+            self._progress_count += 1
+            token = f"dllm-engine-load-{self._progress_count}"
             try:
                 await asyncio.wait_for(self.work_done_progress.create_async(token), 10)
                 self.work_done_progress.begin(

@@ -73,7 +73,9 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
         if current is None or current.version != plan.version:
             log.debug("stale %s request for %s (document changed during the debounce)", kind, uri)
             return None
-        result = await ls.engine.infill(request_for([plan.hole], opts))
+        # Inline and ordinary completion at the same snapshot share one engine call.
+        result = await ls.inflight.run((uri, plan.version, offset, plan.hole),
+                                       lambda: ls.engine.infill(request_for([plan.hole], opts)))
         if result is None or not result.holes:
             return None
         ls.scheduler.engine_answer_ms.append((time.perf_counter() - arrived) * 1000)

@@ -9,7 +9,7 @@ import pytest
 from lsprotocol import types
 from pygls.exceptions import JsonRpcRequestCancelled
 
-from .conftest import command, inline, open_doc, pos, start, wait_for
+from .conftest import command, complete, inline, open_doc, pos, start, wait_for
 
 URI = "file:///tmp/project/slow.py"
 TEXT = "def add(a, b):\n    return \n"
@@ -83,3 +83,14 @@ async def test_exactly_one_response_per_request_under_a_burst(client, fake):
     assert all(client.responses[i] == 1 for i in ids), {i: client.responses[i] for i in ids}
     assert not any(isinstance(o, Exception) and not isinstance(o, JsonRpcRequestCancelled) for o in outcomes)
     assert outcomes[-1].items[0].insert_text == "a + b"  # the last one is answered for real
+
+
+async def test_inline_and_completion_at_one_keystroke_share_one_engine_call(client, fake):
+    fake.fim.rules = [("return ", "a + b")]
+    fake.fim.delay_s = 0.3
+    await start(client, fake.url)
+    open_doc(client, URI, TEXT)
+    inline_result, listing = await asyncio.gather(inline(client, URI, 1, 11), complete(client, URI, 1, 11))
+    assert [i.insert_text for i in inline_result.items] == ["a + b"]
+    assert [i.text_edit.new_text for i in listing.items] == ["a + b"]
+    assert len(fake.fim.seen) == 1

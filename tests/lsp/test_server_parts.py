@@ -117,3 +117,34 @@ def test_incremental_changes_keep_the_tree_equal_to_a_fresh_parse():
         expected = doc.text
         assert doc.tree.text == expected
         assert _tree_sexp(doc.tree.tree) == _tree_sexp(parse(expected, language_for("x.py")))
+
+
+async def test_inflight_engine_call_is_shared_and_cancelled_by_the_last_waiter():
+    from dllm_lsp.server.inflight import InflightRequests
+
+    inflight = InflightRequests()
+    calls, cancelled = [], asyncio.Event()
+
+    async def engine():
+        calls.append(1)
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    a = asyncio.ensure_future(inflight.run("k", engine))
+    b = asyncio.ensure_future(inflight.run("k", engine))
+    await asyncio.sleep(0.01)
+    assert calls == [1] and inflight.joined == 1
+    a.cancel()
+    await asyncio.sleep(0.01)
+    assert not cancelled.is_set()  # b still wants it
+    b.cancel()
+    await asyncio.sleep(0.01)
+    assert cancelled.is_set()
+
+    async def quick():
+        return 42
+
+    assert await asyncio.gather(inflight.run("q", quick), inflight.run("q", quick)) == [42, 42]

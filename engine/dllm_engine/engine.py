@@ -33,7 +33,10 @@ from .protocol import (
     InfillResult,
     ProtocolError,
     RequestCancelled,
+    ScoreRequest,
+    ScoreResult,
 )
+from .scoring import score_span
 from .runner import ModelRunner
 from .scheduler import ActiveHole, RequestState, Scheduler
 
@@ -99,6 +102,8 @@ class Engine:
         self.scheduler = Scheduler(self.config.max_batch, self.config.max_queue)
         self.metrics = EngineMetrics()
         self._cond = threading.Condition()
+        # The runner is used by the engine loop and by score(); one at a time.
+        self._runner_lock = threading.Lock()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="dllm-engine", daemon=True)
         self._thread.start()
@@ -121,6 +126,12 @@ class Engine:
 
     def infill(self, request: InfillRequest, timeout: float | None = None) -> InfillResult:
         return self.submit(request).result(timeout)
+
+    def score(self, request: ScoreRequest) -> ScoreResult:
+        """Token-by-token likelihood of existing code (see scoring.py); runs between passes."""
+        request.validate()
+        with self._runner_lock:
+            return score_span(self, request)
 
     def health(self) -> dict:
         return {
@@ -155,11 +166,12 @@ class Engine:
                     break
                 admissions = self.scheduler.next_admissions()
             try:
-                self._drop_cancelled()
-                for state, hole in admissions:
-                    self._admit(state, hole)
-                if self.scheduler.active:
-                    self._step()
+                with self._runner_lock:
+                    self._drop_cancelled()
+                    for state, hole in admissions:
+                        self._admit(state, hole)
+                    if self.scheduler.active:
+                        self._step()
             except Exception as exc:  # never let one bad pass kill the resident engine
                 log.exception("engine pass failed")
                 for active in list(self.scheduler.active):
@@ -232,8 +244,11 @@ class Engine:
         for row, a in enumerate(active):
             canvases[row, : a.canvas.numel()] = a.canvas
         valid = torch.arange(width, device=self.runner.device)[None] < lengths[:, None]
-        logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths)
         params = [a.params for a in active]
+        masked = (canvases == self.special.mask) & valid
+        # The LM head only where a token may be committed, unless re-masking needs every slot.
+        rows = None if any(p.remask_below > 0 for p in params) else masked
+        logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows)
         out = denoise_pass(
             logits, canvases, valid, self.special,
             threshold=torch.tensor([p.threshold for p in params], device=self.runner.device),
@@ -244,7 +259,6 @@ class Engine:
         )
         last_pass = torch.tensor([p.max_passes is not None and a.passes + 1 >= p.max_passes
                                   for a, p in zip(active, params)], device=self.runner.device)
-        masked = (canvases == self.special.mask) & valid
         commit = out.commit | (masked & last_pass[:, None])  # the pass cap commits what is left
         new_canvases = torch.where(commit, out.tokens, canvases)
         committed = commit.sum(-1).tolist()

@@ -57,7 +57,14 @@ class Attention(nn.Module):
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B, H, S, D]
         q, k = ops.apply_rope(q, cos, sin), ops.apply_rope(k, cos, sin)
         new_kv = (k, v)
-        if past is not None:
+        if past is not None and len(past) == 3:
+            # A preallocated [B, Hkv, T+room, D] buffer with the context in front:
+            # write the new rows in place instead of concatenating the whole context.
+            k_buf, v_buf, offset = past
+            k_buf[:, :, offset:offset + s] = k
+            v_buf[:, :, offset:offset + s] = v
+            k, v = k_buf[:, :, : offset + s], v_buf[:, :, : offset + s]
+        elif past is not None:
             k = torch.cat((past[0], k), dim=2)
             v = torch.cat((past[1], v), dim=2)
         out = ops.attention(q, k, v, mask)  # [B, H, S, D]
@@ -122,8 +129,14 @@ class DiffusionTransformer(nn.Module):
         past: KV | None = None,
         return_kv: bool = False,
         logits_slice: slice | None = None,
+        logits_rows: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor, KV | None]:
-        """Logits [B, S', V] for the rows in `logits_slice` (all by default), plus the new tokens' K/V."""
+        """Logits [B, S', V] for the rows in `logits_slice` (all by default), plus the new tokens' K/V.
+
+        `past` is a list of (k, v) per layer, or of (k_buf, v_buf, offset) for a
+        preallocated buffer the new rows are written into. `logits_rows` (bool
+        [B, S]) computes the LM head only where needed; other rows are zero.
+        """
         x = self.model.embed_tokens(ids)
         cos, sin = self.rope(positions)
         cos, sin = cos.to(x.dtype), sin.to(x.dtype)
@@ -134,5 +147,9 @@ class DiffusionTransformer(nn.Module):
                 new_kv.append(kv)
         if logits_slice is not None:
             x = x[:, logits_slice]
+        if logits_rows is not None:
+            out = x.new_zeros(*x.shape[:2], self.config.vocab_size)
+            out[logits_rows] = self.lm_head(self.model.norm(x[logits_rows]))
+            return out, (new_kv if return_kv else None)
         logits = self.lm_head(self.model.norm(x)) if x.shape[1] else x.new_zeros(x.shape[0], 0, self.config.vocab_size)
         return logits, (new_kv if return_kv else None)

@@ -84,11 +84,11 @@ async def test_invalid_positions_and_unknown_documents(client, fake):
 
 
 async def test_unknown_language_gets_line_based_context(client, fake):
-    fake.fim.rules = [("total: ", "42")]
+    fake.fim.rules = [("total = ", "42")]
     await start(client, fake.url)
     uri = "file:///tmp/project/notes.weird"
-    open_doc(client, uri, "count: 1\ntotal: \n", language_id="weird")
-    items = (await inline(client, uri, 1, 7)).items
+    open_doc(client, uri, "count = 1\ntotal = \n", language_id="weird")
+    items = (await inline(client, uri, 1, 8)).items
     assert [i.insert_text for i in items] == ["42"]
 
 

@@ -11,16 +11,15 @@ nothing per keystroke.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 import time
 from dataclasses import dataclass
-from typing import Any, Awaitable, Callable
-
-import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 from dllm_engine.protocol import EngineBusy, InfillRequest, InfillResult, ProtocolError, RequestCancelled
 
+from .engine_factory import create_client, describe_model
 from .options import EngineOptions
 
 if TYPE_CHECKING:  # dllm_engine.clients imports httpx (~0.3 s): not on the way to `initialize`
@@ -33,6 +32,9 @@ MAX_BACKOFF_S = 30.0
 # told through `deadline_s` first, then the await is cancelled after a grace).
 DEFAULT_TIMEOUT_S = 20.0
 LOAD_TIMEOUT_S = 600.0
+# Modes where the first request loads a model (seconds to minutes); remote and
+# OpenAI endpoints are loaded by whoever runs them.
+MODEL_LOADING_MODES = ("inProcess", "daemon")
 
 
 @dataclass
@@ -44,31 +46,6 @@ class EngineStatus:
 
     def to_json(self) -> dict[str, Any]:
         return {"state": self.state, "model": self.model, "lastLatencyMs": self.last_latency_ms, "message": self.message}
-
-
-def create_client(opts: EngineOptions) -> "EngineClient":
-    """The client for `opts.mode`. Raises ValueError for settings that cannot work."""
-    from dllm_engine.clients import DaemonClient, InProcessClient, OpenAIFimClient
-
-    if opts.mode == "inProcess":
-        return InProcessClient(model=opts.model)
-    if opts.mode == "daemon":
-        return DaemonClient(socket_path=opts.socket, token=opts.token, spawn=True, model=opts.model)
-    if opts.mode == "remote":
-        if not opts.url:
-            raise ValueError("engine.mode 'remote' needs engine.url (the daemon's http://host:port)")
-        return DaemonClient(url=opts.url, token=opts.token)
-    if opts.mode == "openai":
-        if not opts.url:
-            raise ValueError("engine.mode 'openai' needs engine.url (the endpoint's base URL, without /v1)")
-        return OpenAIFimClient(base_url=opts.url, model=opts.openai_model or opts.model or "default", api_key=opts.token)
-    raise ValueError(f"unknown engine mode {opts.mode!r}")
-
-
-def describe_model(opts: EngineOptions) -> str:
-    if opts.mode == "openai":
-        return opts.openai_model or opts.model or "default"
-    return opts.model or "default"
 
 
 class EngineManager:
@@ -113,7 +90,7 @@ class EngineManager:
         A remote or OpenAI endpoint has no load step here, so its warm-up (a
         health check) never holds requests back.
         """
-        return (self._options.mode in ("inProcess", "daemon") and self._warming is not None
+        return (self._options.mode in MODEL_LOADING_MODES and self._warming is not None
                 and not self._warming.done())
 
     # ------------------------------------------------------------------ state
@@ -154,6 +131,7 @@ class EngineManager:
 
     async def _drop_client(self) -> None:
         client, self._client = self._client, None
+        self._loaded = False  # a new client loads its model again (through the warm-up task)
         if client is not None:
             try:
                 await client.close()
@@ -195,7 +173,7 @@ class EngineManager:
                 report("connecting")
             health = await asyncio.wait_for(client.health(), LOAD_TIMEOUT_S)
             log.info("engine health: %s", health)
-            if self._options.mode in ("inProcess", "daemon"):
+            if self._options.mode in MODEL_LOADING_MODES:
                 # The model loads on its first request: a one-token fill loads the
                 # weights (and warms what needs it) before a keystroke waits on it.
                 if report:
@@ -234,11 +212,15 @@ class EngineManager:
         """
         if not self.enabled:
             return None
-        if self.loading:
+        if not self._loaded and self._options.mode in MODEL_LOADING_MODES:
+            # Only the warm-up task loads a model (a load cannot be cancelled half-way, so
+            # a keystroke must never start one): start it if needed, and wait only for commands.
+            warming = self.start_warm_up()
             if not wait_for_load:
                 log.info("no completion: the engine is still loading")
                 return None
-            await asyncio.shield(self._warming)
+            if not await asyncio.shield(warming):
+                return None
         client = self._get_client()
         if client is None:
             log.info("no engine request: the engine is in back-off after: %s", self.status.message)

@@ -70,3 +70,17 @@ async def test_default_model_serves_completions_and_edits(client):
         [edit] = client.applied_edits
         [text_edit] = edit.document_changes[0].edits
         assert text_edit.range == types.Range(start=pos(8, 10), end=pos(8, 29))
+
+
+@pytest.mark.slow
+async def test_in_process_engine_that_cannot_load_is_reported_once(client, tmp_path):
+    await client.initialize_session(types.InitializeParams(capabilities=capabilities(), initialization_options={
+        "debounceMs": 0, "engine": {"mode": "inProcess", "model": str(tmp_path / "no-such-checkpoint")}}))
+    await wait_for(lambda: client.statuses and client.statuses[-1]["state"] == "error", timeout=60,
+                   what="the load to fail")
+    open_doc(client, URI, TEXT)
+    for _ in range(3):
+        assert not (await inline(client, URI, 4, 11)).items
+    errors = [m for m in client.messages if m.type == types.MessageType.Error]
+    assert len(errors) == 1 and "no-such-checkpoint" in errors[0].message
+    assert (await command(client, "dllm.engineStatus"))["state"] == "error"

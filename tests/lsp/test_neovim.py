@@ -7,7 +7,6 @@ The editor plugin itself (editors/nvim) is tested by the editors' own tests.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys

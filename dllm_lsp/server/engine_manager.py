@@ -32,9 +32,9 @@ MAX_BACKOFF_S = 30.0
 # told through `deadline_s` first, then the await is cancelled after a grace).
 DEFAULT_TIMEOUT_S = 20.0
 LOAD_TIMEOUT_S = 600.0
-# Modes where the first request loads a model (seconds to minutes); remote and
-# OpenAI endpoints are loaded by whoever runs them.
-MODEL_LOADING_MODES = ("inProcess", "daemon")
+# Modes where a model loads (seconds to minutes) before requests are served: in
+# process on the first request, or in our daemon. An OpenAI endpoint is opaque.
+MODEL_LOADING_MODES = ("inProcess", "daemon", "remote")
 
 
 @dataclass
@@ -85,9 +85,9 @@ class EngineManager:
 
     @property
     def loading(self) -> bool:
-        """A model is loading (in-process or daemon): keystrokes should not queue behind it.
+        """A model is loading (in process or in a daemon): keystrokes should not queue behind it.
 
-        A remote or OpenAI endpoint has no load step here, so its warm-up (a
+        An OpenAI endpoint has no load step we can see, so its warm-up (a
         health check) never holds requests back.
         """
         return (self._options.mode in MODEL_LOADING_MODES and self._warming is not None
@@ -169,20 +169,17 @@ class EngineManager:
         self._set_status("loading")
         failures = self.failures
         try:
-            if report:
-                report("connecting")
-            health = await asyncio.wait_for(client.health(), LOAD_TIMEOUT_S)
-            log.info("engine health: %s", health)
             if self._options.mode in MODEL_LOADING_MODES:
-                # The model loads on its first request: a one-token fill loads the
-                # weights (and warms what needs it) before a keystroke waits on it.
+                # The model loads on the first request (in-process) or is loading in the
+                # daemon: a one-token fill, retried while the daemon says "loading",
+                # returns once the weights are in and warm.
                 if report:
                     report("loading the model")
-                from dllm_engine.protocol import Hole
-
-                probe = InfillRequest(holes=[Hole(prefix="def f():\n    ", suffix="\n", max_tokens=1)],
-                                      priority="batch")
-                await asyncio.wait_for(client.infill(probe), LOAD_TIMEOUT_S)
+                await asyncio.wait_for(self._probe_until_loaded(client), LOAD_TIMEOUT_S)
+            else:
+                if report:
+                    report("connecting")
+                log.info("engine health: %s", await asyncio.wait_for(client.health(), 30))
         except asyncio.CancelledError:
             raise
         except Exception as exc:
@@ -193,6 +190,20 @@ class EngineManager:
             return False  # a request failed meanwhile: its error stands
         self._mark_ready()
         return True
+
+    async def _probe_until_loaded(self, client: "EngineClient") -> None:
+        from dllm_engine.clients import EngineUnavailable
+        from dllm_engine.protocol import Hole
+
+        while True:
+            probe = InfillRequest(holes=[Hole(prefix="def f():\n    ", suffix="\n", max_tokens=1)], priority="batch")
+            try:
+                await client.infill(probe)
+                return
+            except EngineUnavailable as exc:
+                if "loading" not in str(exc):  # the daemon answers 503 "model loading" until ready
+                    raise
+            await asyncio.sleep(0.25)
 
     def _mark_ready(self, latency: float | None = None) -> None:
         self._loaded = True

@@ -13,9 +13,9 @@ Measures, with the engine in process and the embedded default model:
 
 The typed text: function bodies from the standard library (`inspect.getsource`),
 typed back character by character into their module with the body removed,
-80 ms between keystrokes and a 1.5 s pause after each newline.
+80 ms between keystrokes and a 4 s pause after each newline, `=` and `(`.
 
-    python benchmarks/bench_lsp.py [--chars 160] [--interval-ms 80] [--pause-ms 1500] [--starts 11]
+    python benchmarks/bench_lsp.py [--chars 160] [--interval-ms 80] [--pause-ms 4000] [--starts 11]
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def replay_cases(chars: int) -> list[tuple[str, str, int, str]]:
     return cases
 
 
-async def replay(chars: int, interval_s: float, pause_s: float) -> dict:
+async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str) -> dict:
     client = LanguageClient("bench", "0")
     statuses: list[dict] = []
     client.feature("dllm/status")(lambda params: statuses.append(params._asdict() if hasattr(params, "_asdict") else params))
@@ -126,8 +126,9 @@ async def replay(chars: int, interval_s: float, pause_s: float) -> dict:
                     with_items.append(elapsed)
 
             pending.append(asyncio.ensure_future(timed()))
-            # A typist pauses at the end of a line: that is when a suggestion has time to arrive.
-            await asyncio.sleep(pause_s if ch == "\n" else interval_s)
+            # A typist pauses at the end of a line and after `=` or `(`: that is when a
+            # suggestion has time to arrive.
+            await asyncio.sleep(pause_s if ch in pause_after else interval_s)
     await asyncio.gather(*pending)
     stats = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="dllm.serverStats", arguments=[]))
@@ -135,6 +136,7 @@ async def replay(chars: int, interval_s: float, pause_s: float) -> dict:
     client.exit(None)
     await client.stop()
     sched = stats["scheduler"]
+    answers = stats["engineAnswerMs"]
     superseded = sched["superseded"]
     return {
         "keystrokes": len(latencies),
@@ -142,9 +144,13 @@ async def replay(chars: int, interval_s: float, pause_s: float) -> dict:
         "p50_ms": pct(latencies, 0.5), "p95_ms": pct(latencies, 0.95),
         "with_suggestion": len(with_items),
         "suggestion_p50_ms": pct(with_items, 0.5), "suggestion_p95_ms": pct(with_items, 0.95),
-        "engine_answered": len(stats["engineAnswerMs"]),
-        "engine_answer_p50_ms": pct(stats["engineAnswerMs"], 0.5),
-        "engine_answer_p95_ms": pct(stats["engineAnswerMs"], 0.95),
+        "engine_answered": len(answers),
+        "engine_answer_p50_ms": pct([a["ms"] for a in answers], 0.5),
+        "engine_answer_p95_ms": pct([a["ms"] for a in answers], 0.95),
+        "engine_answer_by_kind": {
+            kind: {"n": len(ms), "p50_ms": pct(ms, 0.5), "p95_ms": pct(ms, 0.95)}
+            for kind in ("line", "multiline", "block")
+            if (ms := [a["ms"] for a in answers if a["kind"] == kind])},
         "superseded": superseded,
         "superseded_cancelled_fraction": (sched["superseded_in_debounce"] + stats["engineCancelled"]) / superseded
         if superseded else None,
@@ -159,7 +165,8 @@ async def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--chars", type=int, default=160, help="characters typed per function")
     ap.add_argument("--interval-ms", type=float, default=80.0, help="time between keystrokes")
-    ap.add_argument("--pause-ms", type=float, default=1500.0, help="pause after typing a newline")
+    ap.add_argument("--pause-ms", type=float, default=4000.0, help="pause after typing one of --pause-after")
+    ap.add_argument("--pause-after", default="\n=(", help="characters after which the typist pauses")
     ap.add_argument("--starts", type=int, default=11, help="initialize timings per server")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -170,9 +177,10 @@ async def main() -> None:
         bare.append(await time_to_initialize(BARE))
     startup = {"dllm_ms": statistics.median(ours) * 1000, "bare_pygls_ms": statistics.median(bare) * 1000}
     startup["difference_ms"] = startup["dllm_ms"] - startup["bare_pygls_ms"]
-    typing = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000)
+    typing = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000, args.pause_after)
     report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-              "interval_ms": args.interval_ms, "pause_ms": args.pause_ms, "startup": startup, "typing": typing}
+              "interval_ms": args.interval_ms, "pause_ms": args.pause_ms,
+              "pause_after": args.pause_after, "startup": startup, "typing": typing}
     print(json.dumps(report, indent=2) if args.json else "\n".join(f"{k}: {v}" for k, v in report.items()))
 
 

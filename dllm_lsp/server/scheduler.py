@@ -54,7 +54,7 @@ class RequestScheduler:
         self._current: dict[str, _Work] = {}
         # Request arrival to engine answer (ms), for requests the engine answered: the
         # server-side keystroke latency, whether or not shaping kept the answer.
-        self.engine_answer_ms: deque[float] = deque(maxlen=2000)
+        self.engine_answer_ms: deque[tuple[str, float]] = deque(maxlen=2000)  # (completion kind, ms)
 
     def supersede(self, key: str) -> None:
         """Cancel the running request for `key` (a newer one replaces it)."""

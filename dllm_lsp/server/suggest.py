@@ -78,7 +78,7 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
                                        lambda: ls.engine.infill(request_for([plan.hole], opts)))
         if result is None or not result.holes:
             return None
-        ls.scheduler.engine_answer_ms.append((time.perf_counter() - arrived) * 1000)
+        ls.scheduler.engine_answer_ms.append((plan.ctx.kind, (time.perf_counter() - arrived) * 1000))
         try:
             suggestion = shape(plan, result.holes[0].text)
         except Exception:

@@ -67,15 +67,14 @@ def register(ls: "DllmServer") -> None:
         ls.engine.set_enabled(enabled)
         if not enabled:
             ls.scheduler.cancel_all()
-        elif ls.engine.status.state == "loading" and not ls.engine.loading:
-            asyncio.ensure_future(ls.load_engine())
+        ls.ensure_engine_started()
         return {"enabled": enabled}
 
     @ls.command("dllm.restartEngine")
     async def restart(*args: Any) -> dict[str, Any]:
         ls.scheduler.cancel_all()
         await ls.engine.restart()
-        asyncio.ensure_future(ls.load_engine())
+        ls.ensure_engine_started()
         return ls.engine.status.to_json()
 
     @ls.command("dllm.engineStatus")

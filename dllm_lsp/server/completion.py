@@ -19,7 +19,9 @@ LABEL_CHARS = 60
 
 
 def register(ls: "DllmServer") -> None:
-    @ls.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=[".", "(", " ", "\n"]))
+    # Few trigger characters: a space or newline would pop the completion list open at every
+    # word; ghost text (inline completion) is the main path, this list is for other clients.
+    @ls.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=[".", "("]))
     async def on_completion(params: types.CompletionParams) -> types.CompletionList:
         empty = types.CompletionList(is_incomplete=True, items=[])
         if not ls.options.completion:

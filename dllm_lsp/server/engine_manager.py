@@ -55,6 +55,7 @@ class EngineManager:
         on_status: Callable[[EngineStatus], None],
         on_problem: Callable[[str], None],
         factory: Callable[[EngineOptions], "EngineClient"] = create_client,
+        enabled: bool = True,
     ) -> None:
         self._options = options
         self._on_status = on_status
@@ -64,8 +65,8 @@ class EngineManager:
         self._retry_at = 0.0
         self._backoff = 1.0
         self._loaded = False
-        self.enabled = True
-        self.status = EngineStatus("loading", describe_model(options))
+        self.enabled = enabled
+        self.status = EngineStatus("loading" if enabled else "disabled", describe_model(options))
         self.requests = 0
         self.failures = 0
         self.cancelled = 0  # engine requests cancelled before they finished (superseded or $/cancelRequest)
@@ -82,6 +83,11 @@ class EngineManager:
     def client(self) -> "EngineClient | None":
         """The current connection, if any (None before the first request and after a failure)."""
         return self._client
+
+    @property
+    def warming(self) -> bool:
+        """The warm-up task is running (in any mode)."""
+        return self._warming is not None and not self._warming.done()
 
     @property
     def loading(self) -> bool:
@@ -121,6 +127,7 @@ class EngineManager:
     async def restart(self) -> None:
         if self._warming is not None and not self._warming.done():
             self._warming.cancel()
+        self._warming = None
         await self._drop_client()
         self._retry_at, self._backoff, self._loaded = 0.0, 1.0, False
         if self.enabled:

@@ -76,6 +76,11 @@ class DllmServer(LanguageServer):
 
     # ------------------------------------------------------------ lifecycle
 
+    def ensure_engine_started(self) -> None:
+        """Start connecting the engine if it is enabled, not connected and not connecting."""
+        if self.engine.enabled and self.engine.status.state == "loading" and not self.engine.warming:
+            asyncio.ensure_future(self.load_engine())
+
     async def load_engine(self) -> None:
         """Connect the engine and load its model, showing `$/progress` where the client supports it."""
         token = None
@@ -114,16 +119,15 @@ def create_server(base_settings: dict[str, Any] | None = None) -> DllmServer:
     def on_initialize(params: types.InitializeParams) -> None:
         ls.encoding = normalize_encoding(ServerCapabilitiesBuilder.choose_position_encoding(params.capabilities))
         ls.apply_settings(params.initialization_options)
-        ls.engine = EngineManager(ls.options.engine, ls.publish_status, ls.show_problem)
-        ls.engine.set_enabled(ls.options.enable)
+        # No notification before the initialize response: `initialized` publishes the status.
+        ls.engine = EngineManager(ls.options.engine, ls.publish_status, ls.show_problem, enabled=ls.options.enable)
         log.info("initialize: position encoding %s, engine %s", ls.encoding, ls.options.engine.mode)
 
     @ls.feature(types.INITIALIZED)
     def on_initialized(params: types.InitializedParams) -> None:
         ls.publish_status(ls.engine.status)
         asyncio.ensure_future(_preload())
-        if ls.options.enable:
-            asyncio.ensure_future(ls.load_engine())
+        ls.ensure_engine_started()
 
     @ls.feature(types.SHUTDOWN)
     async def on_shutdown(*args) -> None:
@@ -169,7 +173,7 @@ def create_server(base_settings: dict[str, Any] | None = None) -> DllmServer:
         ls.engine.set_enabled(options.enable)
         if options.engine != old_engine:
             await ls.engine.reconfigure(options.engine)
-            asyncio.ensure_future(ls.load_engine())
+        ls.ensure_engine_started()
 
     completion.register(ls)
     inline_completion.register(ls)

@@ -116,3 +116,17 @@ async def test_disabled_language_and_toggle(client, fake):
     assert not (await inline(client, URI, 1, 11)).items
     assert await command(client, "dllm.toggleCompletions") == {"enabled": True}
     assert len(fake.fim.seen) == 1
+
+
+async def test_starting_disabled_then_enabled_by_configuration(client, fake):
+    fake.fim.rules = [("return ", "a + b")]
+    await start(client, fake.url, enable=False)
+    open_doc(client, URI, "def add(a, b):\n    return \n")
+    await wait_for(lambda: client.statuses, what="a status")
+    assert client.statuses[0]["state"] == "disabled"
+    assert not (await inline(client, URI, 1, 11)).items
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"dllm": {
+        "enable": True, "debounceMs": 0, "engine": {"mode": "openai", "url": fake.url, "openaiModel": "fake"}}}))
+    await wait_for(lambda: client.statuses[-1]["state"] == "ready", what="ready after enabling")
+    assert [i.insert_text for i in (await inline(client, URI, 1, 11)).items] == ["a + b"]
+    assert len(fake.fim.seen) == 1

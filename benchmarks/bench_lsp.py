@@ -81,7 +81,7 @@ def replay_cases(chars: int) -> list[tuple[str, str, int, str]]:
     return cases
 
 
-async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str) -> dict:
+async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str, settings: dict) -> dict:
     client = LanguageClient("bench", "0")
     statuses: list[dict] = []
     client.feature("dllm/status")(lambda params: statuses.append(params._asdict() if hasattr(params, "_asdict") else params))
@@ -90,7 +90,7 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
     client.feature(types.WINDOW_SHOW_MESSAGE)(lambda params: print("showMessage:", params.message, file=sys.stderr))
     t0 = time.perf_counter()
     await client.start_io(*SERVER, env=ENV)
-    await client.initialize_async(types.InitializeParams(capabilities=caps(), initialization_options={}))
+    await client.initialize_async(types.InitializeParams(capabilities=caps(), initialization_options=settings))
     client.initialized(types.InitializedParams())
     while not statuses or statuses[-1]["state"] not in ("ready", "error"):
         await asyncio.sleep(0.05)
@@ -168,19 +168,24 @@ async def main() -> None:
     ap.add_argument("--pause-ms", type=float, default=4000.0, help="pause after typing one of --pause-after")
     ap.add_argument("--pause-after", default="\n=(", help="characters after which the typist pauses")
     ap.add_argument("--starts", type=int, default=11, help="initialize timings per server")
+    ap.add_argument("--max-passes", type=int, default=None, help="the diffusion.maxPasses setting")
+    ap.add_argument("--skip-startup", action="store_true", help="only the typing replay")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
-    ours, bare = [], []
-    for _ in range(args.starts):  # alternate so both see the same machine load
-        ours.append(await time_to_initialize(SERVER))
-        bare.append(await time_to_initialize(BARE))
-    startup = {"dllm_ms": statistics.median(ours) * 1000, "bare_pygls_ms": statistics.median(bare) * 1000}
-    startup["difference_ms"] = startup["dllm_ms"] - startup["bare_pygls_ms"]
-    typing = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000, args.pause_after)
+    startup = None
+    if not args.skip_startup:
+        ours, bare = [], []
+        for _ in range(args.starts):  # alternate so both see the same machine load
+            ours.append(await time_to_initialize(SERVER))
+            bare.append(await time_to_initialize(BARE))
+        startup = {"dllm_ms": statistics.median(ours) * 1000, "bare_pygls_ms": statistics.median(bare) * 1000}
+        startup["difference_ms"] = startup["dllm_ms"] - startup["bare_pygls_ms"]
+    settings = {"diffusion": {"maxPasses": args.max_passes}} if args.max_passes else {}
+    typing = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000, args.pause_after, settings)
     report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
               "interval_ms": args.interval_ms, "pause_ms": args.pause_ms,
-              "pause_after": args.pause_after, "startup": startup, "typing": typing}
+              "pause_after": args.pause_after, "settings": settings, "startup": startup, "typing": typing}
     print(json.dumps(report, indent=2) if args.json else "\n".join(f"{k}: {v}" for k, v in report.items()))
 
 

@@ -59,7 +59,8 @@ def budget(options: ServerOptions) -> ContextBudget:
 
 def params(options: ServerOptions) -> DiffusionParams:
     d = options.diffusion
-    return DiffusionParams(threshold=d.threshold, temperature=d.temperature, confidence=d.confidence, seed=d.seed)
+    return DiffusionParams(threshold=d.threshold, temperature=d.temperature, confidence=d.confidence, seed=d.seed,
+                           max_passes=d.max_passes)
 
 
 def syntax_tree(doc: Document) -> Any:

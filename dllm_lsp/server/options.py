@@ -43,6 +43,9 @@ class DiffusionOptions:
     temperature: float = 0.0
     confidence: Literal["max_prob", "margin", "neg_entropy"] = "max_prob"
     seed: int = 0
+    # Cap on denoising passes per request (the last pass commits every slot left):
+    # bounds keystroke latency at some cost in quality. None: the engine's default.
+    max_passes: int | None = None
 
 
 @dataclass
@@ -70,6 +73,7 @@ _RANGES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "diffusion.threshold": (lambda v: 0.0 < v <= 2.0, "in (0, 2]"),
     "diffusion.temperature": (lambda v: 0.0 <= v <= 10.0, "in [0, 10]"),
     "diffusion.seed": (lambda v: v >= 0, "a non-negative integer"),
+    "diffusion.maxPasses": (lambda v: 1 <= v <= 4096, "between 1 and 4096"),
     "fillMarker": (lambda v: bool(v.strip()), "a non-empty string"),
 }
 

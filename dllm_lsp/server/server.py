@@ -48,6 +48,7 @@ class DllmServer(LanguageServer):
         self.diagnostics = None  # set by diagnostics.register
         self._shutting_down = False
         self._progress_count = 0
+        self._said_internal_error = False
 
     # ------------------------------------------------------------ messages
 
@@ -59,6 +60,16 @@ class DllmServer(LanguageServer):
         """A problem the user must act on (callers make sure it is said once, not per keystroke)."""
         if not self._shutting_down:
             self.window_show_message(types.ShowMessageParams(type=kind, message=f"dllm-lsp: {message}"))
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """Errors outside a request (a failing notification handler): logged, and shown once.
+
+        pygls would show every one, which for a bug in didChange means a message per keystroke.
+        """
+        log.error("server error (%s): %s", getattr(source, "__name__", source), error)
+        if not self._said_internal_error and source.__name__ != "FeatureRequestError":
+            self._said_internal_error = True
+            self.show_problem(f"internal error, see the server log: {error}")
 
     # ------------------------------------------------------------- settings
 

@@ -49,6 +49,7 @@ class DllmServer(LanguageServer):
         self._shutting_down = False
         self._progress_count = 0
         self._said_internal_error = False
+        self._shown_problems: list[str] = []
 
     # ------------------------------------------------------------ messages
 
@@ -76,10 +77,13 @@ class DllmServer(LanguageServer):
     def apply_settings(self, settings: Any, base: ServerOptions | None = None) -> ServerOptions:
         start = base if base is not None else parse_options(self.base_settings)[0]
         options, problems = parse_options(settings, start)
-        if problems:
-            for problem in problems:
-                log.warning("setting: %s", problem)
+        for problem in problems:
+            log.warning("setting: %s", problem)
+        # Clients restate settings (Neovim sends didChangeConfiguration right after
+        # initialize): the same problems are shown once, not at every restatement.
+        if problems and problems != self._shown_problems:
             self.show_problem("invalid settings, defaults used for: " + "; ".join(problems), types.MessageType.Warning)
+        self._shown_problems = problems
         self.options = options
         self.scheduler.debounce_s = options.debounce_ms / 1000
         self.cache.clear()

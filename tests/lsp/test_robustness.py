@@ -22,6 +22,15 @@ async def test_invalid_options_fall_back_to_defaults_with_one_message(client, fa
         assert name in message.message
     open_doc(client, URI, "def add(a, b):\n    return \n")
     assert [i.insert_text for i in (await inline(client, URI, 1, 11)).items] == ["a + b"]
+    # The same settings restated (as Neovim does after initialize): no second message.
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"dllm": {
+        "debounceMs": "fast", "engine": {"mode": "openai", "url": fake.url, "openaiModel": "fake"}}}))
+    await command(client, "dllm.engineStatus")
+    assert len(client.messages) == 2 and "debounceMs" in client.messages[1].message  # a different problem set
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"dllm": {
+        "debounceMs": "fast", "engine": {"mode": "openai", "url": fake.url, "openaiModel": "fake"}}}))
+    await command(client, "dllm.engineStatus")
+    assert len(client.messages) == 2
 
 
 async def test_engine_down_gives_empty_results_and_one_message(client):

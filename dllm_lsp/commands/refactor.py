@@ -104,10 +104,13 @@ def run(args: argparse.Namespace) -> int:
         budget=ContextBudget(prefix_tokens=args.prefix_tokens, suffix_tokens=args.suffix_tokens),
         progress=sys.stderr.isatty() if args.progress is None else args.progress,
     )
+    from dllm_lsp.refactor.ray_shard import RayUnavailable
     from dllm_lsp.refactor.session import run_session
 
     try:
         return run_session(args, recipe, files, missing, options)
+    except RayUnavailable as exc:
+        return _usage(str(exc))
     except KeyboardInterrupt:
         print("dllm-lsp refactor: interrupted; every file is wholly old or wholly new; rerun to resume",
               file=sys.stderr)

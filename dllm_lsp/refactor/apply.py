@@ -106,8 +106,9 @@ def build_edit(plan: FilePlan, fills: list[HoleFill | None]) -> tuple[str, list[
 
 
 def unified_diff(plan: FilePlan, new_text: str) -> str:
+    name = os.path.normpath(plan.path).lstrip(os.sep)  # git-style a/ and b/ names, also for absolute paths
     lines = difflib.unified_diff(plan.text.splitlines(keepends=True), new_text.splitlines(keepends=True),
-                                 fromfile=f"a/{plan.path}", tofile=f"b/{plan.path}")
+                                 fromfile=f"a/{name}", tofile=f"b/{name}")
     out = []
     for line in lines:
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")

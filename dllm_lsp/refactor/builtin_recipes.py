@@ -52,7 +52,7 @@ def _todo_comment_bodies() -> list[dict]:
             "query": _each(functions, f"body: ({body} . {comment} @_c .) @hole", f' (#match? @_c "{_TODO}")'),
             "action": "inner",
             "template": _BRACE_BODY,
-            "kind": "block",
+            "kind": "multiline",
         })
     return rules
 
@@ -64,15 +64,15 @@ def _placeholder_statements() -> list[dict]:
     rust_names = ' (#any-of? @_m "todo" "unimplemented")'
     go_panic = "(expression_statement (call_expression function: (identifier) @_f)) @hole"
     return [
-        {"languages": ["javascript", "typescript", "tsx"], "kind": "block",
+        {"languages": ["javascript", "typescript", "tsx"], "kind": "multiline",
          "query": _each(_JS_FUNCTIONS, "body: (statement_block . (throw_statement) @hole .)", not_implemented)},
-        {"languages": ["rust"], "kind": "block", "query": "\n".join([
+        {"languages": ["rust"], "kind": "multiline", "query": "\n".join([
             _each(["function_item"], f"body: (block . {rust_macro} @hole .)", rust_names),
             _each(["function_item"], f"body: (block . (expression_statement {rust_macro}) @hole .)", rust_names),
         ])},
-        {"languages": ["go"], "kind": "block", "query": _each(_BRACE_FUNCTIONS["go"][0], f"body: (block (statement_list . {go_panic} .))",
+        {"languages": ["go"], "kind": "multiline", "query": _each(_BRACE_FUNCTIONS["go"][0], f"body: (block (statement_list . {go_panic} .))",
                                              f' (#eq? @_f "panic"){not_implemented}')},
-        {"languages": ["java"], "kind": "block", "query": _each(_BRACE_FUNCTIONS["java"][0], "body: (block . (throw_statement) @hole .)",
+        {"languages": ["java"], "kind": "multiline", "query": _each(_BRACE_FUNCTIONS["java"][0], "body: (block . (throw_statement) @hole .)",
                                                not_implemented)},
     ]
 
@@ -87,7 +87,7 @@ def _python_placeholders() -> dict:
             f'(function_definition body: (block . {head} (raise_statement) @hole .) '
             f'(#match? @hole "^raise\\\\s+NotImplementedError"))',
         ]
-    return {"languages": ["python"], "query": "\n".join(patterns), "kind": "block"}
+    return {"languages": ["python"], "query": "\n".join(patterns), "kind": "multiline"}
 
 
 def _fill_markers(marker: str) -> list[dict]:

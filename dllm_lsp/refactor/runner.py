@@ -133,6 +133,8 @@ async def refactor_files(files: list[str], recipe: Recipe, client, options: RunO
     """Plan, fill and apply ``files``; one FileResult per file, in input order."""
     progress = _Progress(options.progress, len(files))
     gate = asyncio.Semaphore(max(1, options.files_in_flight))
+    # Plans waiting for the engine hold whole files in memory: plan only a few files ahead of it.
+    ahead = asyncio.Semaphore(max(1, options.files_in_flight) * 2 + max(1, options.jobs))
     pool: Executor | None = None
     if options.jobs > 1 and len(files) > 1:
         # spawn, not fork: the engine may already own threads (torch) in this process.
@@ -140,6 +142,10 @@ async def refactor_files(files: list[str], recipe: Recipe, client, options: RunO
     loop = asyncio.get_running_loop()
 
     async def one(path: str) -> FileResult:
+        async with ahead:
+            return await _one(path)
+
+    async def _one(path: str) -> FileResult:
         if pool is not None:
             plan = await loop.run_in_executor(pool, plan_file, path, recipe, options.budget)
         else:

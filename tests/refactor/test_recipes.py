@@ -114,3 +114,23 @@ def test_bad_toml_and_bad_query_are_reported(tmp_path):
     assert "does not compile for python" in skipped.reason
     with pytest.raises(QueryProblem, match=r"\$\{value\}"):
         compiled_query("(identifier) @hole", language_named("python"), "${value}${hole}")
+
+
+def test_example_recipe_file_loads_and_matches(tmp_path):
+    from .conftest import ROOT
+
+    recipe = load_recipe_file(ROOT / "examples" / "recipes" / "fill-asserts.toml")
+    src = "def f(x):\n    assert x > 0\n    if not x:\n        raise ValueError()\n    return x\n"
+    py = language_named("python")
+    sites = find_sites(src, parse(src, py), recipe, py)
+    assert [(src[s.start : s.end], s.before, s.after) for s in sites] == [("x > 0", "", ""), ("()", '("', '")')]
+
+
+def test_refactor_modules_import_without_torch():
+    import subprocess
+    import sys
+
+    code = ("import sys, dllm_lsp.commands.refactor, dllm_lsp.refactor.runner, dllm_lsp.refactor.session, "
+            "dllm_lsp.refactor.report, dllm_lsp.refactor.ray_shard\n"
+            "bad = [m for m in ('torch', 'triton', 'ray') if m in sys.modules]\nassert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -2,13 +2,50 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+from functools import lru_cache
 
 from dllm_lsp.syntax.languages import LanguageSpec
 
 OPENERS = "([{"
 CLOSERS = ")]}"
 MATCH = dict(zip(CLOSERS, OPENERS))
+
+
+@lru_cache(maxsize=None)
+def _token_pattern(line_comment: str, quotes: str, block_comments: bool, triple_quotes: bool) -> re.Pattern:
+    """One regex for the tokens that matter: comments and strings (skipped), brackets."""
+    skip = [re.escape(line_comment) + r"[^\n]*"]
+    if block_comments:
+        skip.append(r"/\*[\s\S]*?(?:\*/|\Z)")
+    if triple_quotes:  # Python docstrings span lines
+        skip += [r'"""[\s\S]*?(?:"""|\Z)', r"'''[\s\S]*?(?:'''|\Z)"]
+    for q in quotes:
+        if q == "`":  # template strings span lines
+            skip.append(r"`(?:[^`\\]|\\[\s\S])*`")
+        else:
+            skip.append(q + r"(?:[^" + q + r"\\\n]|\\.)*" + q)
+    # A string still open at the end (of the line or of the text).
+    opened = "|".join(q + r"(?:[^" + q + r"\\\n]|\\.)*" if q != "`" else r"`[\s\S]*" for q in quotes)
+    return re.compile(f"(?P<skip>{'|'.join(skip)})|(?P<open>{opened})|(?P<bracket>[()\\[\\]{{}}])")
+
+
+def _lex(s: str, language: LanguageSpec | None) -> Iterator[tuple[int, str]]:
+    """Brackets of ``s`` outside strings and comments; "\0open-string" if ``s`` ends inside a string."""
+    # Rust lifetimes ('a) and generics make ' ambiguous there; Rust chars are rare in completions.
+    quotes = "\"`" if language is not None and language.name == "rust" else "\"'`"
+    pattern = _token_pattern(
+        language.line_comment if language else "#",
+        quotes,
+        language is not None and language.indent_style == "braces",
+        language is not None and language.name == "python",
+    )
+    for m in pattern.finditer(s):
+        if m.lastgroup == "bracket":
+            yield m.start(), m.group()
+        elif m.lastgroup == "open" and m.end() == len(s):
+            yield m.start(), "\0open-string"
 
 
 def bracket_events(s: str, language: LanguageSpec | None) -> Iterator[tuple[int, str]]:
@@ -18,46 +55,13 @@ def bracket_events(s: str, language: LanguageSpec | None) -> Iterator[tuple[int,
     a model produces, where a real parse would be mostly ERROR nodes.
     """
     for pos, ch in _lex(s, language):
-        if ch in OPENERS or ch in CLOSERS:
+        if ch != "\0open-string":
             yield pos, ch
 
 
 def ends_in_open_string(line: str, language: LanguageSpec | None) -> bool:
     """Whether ``line`` (text before a cursor) ends inside a string it opened."""
     return any(ch == "\0open-string" for _, ch in _lex(line, language))
-
-
-def _lex(s: str, language: LanguageSpec | None) -> Iterator[tuple[int, str]]:
-    """Characters of ``s`` outside strings and comments; "\0open-string" if it ends inside a string."""
-    line_comment = language.line_comment if language else "#"
-    # Rust lifetimes ('a) and generics make ' ambiguous there; Rust chars are rare in completions.
-    quotes = "\"`" if language is not None and language.name == "rust" else "\"'`"
-    block_comments = language is not None and language.indent_style == "braces"
-    i, n = 0, len(s)
-    while i < n:
-        ch = s[i]
-        if s.startswith(line_comment, i):
-            nl = s.find("\n", i)
-            i = n if nl < 0 else nl
-            continue
-        if block_comments and s.startswith("/*", i):
-            end = s.find("*/", i + 2)
-            i = n if end < 0 else end + 2
-            continue
-        if ch in quotes:
-            j = i + 1
-            while j < n and s[j] != ch:
-                if s[j] == "\\":
-                    j += 1
-                elif s[j] == "\n" and ch != "`":
-                    break  # unterminated on this line: stop treating it as a string
-                j += 1
-            if j >= n:
-                yield i, "\0open-string"
-            i = j + 1
-            continue
-        yield i, ch
-        i += 1
 
 
 def unclosed_openers(s: str, language: LanguageSpec | None) -> list[str]:

@@ -13,7 +13,7 @@ from typing import Literal
 
 import tree_sitter
 
-from dllm_lsp.syntax.brackets import CLOSERS, ends_in_open_string
+from dllm_lsp.syntax.brackets import CLOSERS, ends_in_open_string, unclosed_openers
 from dllm_lsp.syntax.document_tree import byte_offset
 from dllm_lsp.syntax.languages import LanguageSpec, parse
 from dllm_lsp.syntax.snippets import cross_file_snippets
@@ -54,14 +54,13 @@ def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def _unclosed_brackets(s: str) -> int:
-    depth = 0
-    for ch in s:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]" and depth:
-            depth -= 1
-    return depth
+def _inside_brackets(before: str, language: LanguageSpec | None) -> bool:
+    """Whether the line before the cursor leaves a bracket open that is not a block.
+
+    `f(lambda x:`, `a[1:` and (in Python) `{"key":` end with a colon that opens no block.
+    """
+    non_block = "([{" if language is not None and language.indent_style == "indent" else "(["
+    return any(o in non_block for o in unclosed_openers(before, language))
 
 
 def _inside_string_or_comment(tree: tree_sitter.Tree, text: str, offset: int, language: LanguageSpec) -> str | None:
@@ -106,7 +105,7 @@ def _classify(
     if before.strip():
         ends = before.rstrip()
         opens_block = ends.endswith(opener) if opener else ends.endswith((":", "{"))
-        if opens_block and only_closers and _unclosed_brackets(before) == 0:
+        if opens_block and only_closers and not _inside_brackets(before, language):
             return "block", "after block opener"
         return "line", "rest of line" if not after else "middle of line"
     if after and not only_closers:

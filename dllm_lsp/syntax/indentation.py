@@ -112,3 +112,16 @@ def rescale_steps(completion: str, base: int, unit: str) -> str:
             ln = " " * base + unit * (r // step) + ln.lstrip(" \t")
         out.append(ln)
     return "\n".join(out)
+
+
+def body_on_new_line(completion: str, opener_line: str, unit: str) -> str:
+    """Start a block body on its own line, one step deeper than the opener's line.
+
+    For indentation languages, where `def f():█` + `return x` would otherwise
+    put the body on the opener's line.
+    """
+    if not completion.strip() or completion.startswith(("\n", "\r")):
+        return completion
+    first, _, rest = completion.partition("\n")
+    body = "\n" + leading(opener_line) + unit + first.lstrip(" \t")
+    return body + ("\n" + rest if rest else "")

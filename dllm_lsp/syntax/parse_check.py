@@ -92,7 +92,8 @@ def new_error_count(
     if not after_spans:
         return 0
     if len(after_spans) <= before:  # only now can the neutral baseline matter
-        before = min(before, _fresh_error_count(filled[:lo] + "x" + filled[hi:], language))
+        neutral = filled[:lo] + "x" + filled[hi:]
+        before = min(before, error_count(_parse_spliced(original, neutral, language, original_tree, lo, lo + 1)))
     added = max(0, len(after_spans) - before)
     if lo < hi:
         blo, bhi = byte_offset(filled, lo), byte_offset(filled, hi)

@@ -17,9 +17,9 @@ from dllm_lsp.syntax.brackets import fit_brackets
 from dllm_lsp.syntax.context import CompletionContext
 from dllm_lsp.syntax.indentation import (
     align_first_line,
+    body_on_new_line,
     convert_indentation,
     detected_indent_unit,
-    indent_unit,
     leading,
     rescale_steps,
 )
@@ -27,6 +27,7 @@ from dllm_lsp.syntax.languages import LanguageSpec, parse
 from dllm_lsp.syntax.parse_check import new_error_count
 from dllm_lsp.syntax.shaping_steps import cursor_line, drop_repetition, drop_suffix_duplicate, stop_at_dedent
 
+_HEAD_CHARS = 8192  # how much text the line-based steps look at, so large files stay cheap
 _MAX_PARSE_TRIES = 6  # parse checks per completion (incremental parses of the filled document)
 
 
@@ -77,7 +78,9 @@ def shape_completion(
         return None
     crlf = "\r\n" in text
     comp = completion.replace("\r\n", "\n")
-    unit = indent_unit(text)
+    # Indentation style from the neighbourhood first (windows), then the file's head.
+    detected = detected_indent_unit(ctx.prefix + ctx.suffix) or detected_indent_unit(text[:_HEAD_CHARS])
+    unit = detected or "    "
     cur = cursor_line(text, offset, ctx.kind, unit)
     single_line = ctx.kind == "line"
     if single_line:
@@ -86,17 +89,20 @@ def shape_completion(
     if comp is None:
         return None
     comp = convert_indentation(comp, unit)
+    indent_language = language is None or language.indent_style == "indent"
+    if ctx.kind == "block" and cur.line_prefix.strip() and indent_language:
+        comp = body_on_new_line(comp, cur.line_prefix, unit)
     comp = align_first_line(comp, cur.line_prefix, cur.expected_indent)
     base = cur.line_prefix + leading(comp) if not cur.line_prefix.strip() else leading(cur.line_prefix)
-    if detected_indent_unit(text):
+    if detected:
         comp = rescale_steps(comp, len(base), unit)
-    if not single_line and (language is None or language.indent_style == "indent"):
+    if not single_line and indent_language:
         comp = stop_at_dedent(comp, cur)
     reaches_end = offset + len(ctx.suffix) >= len(text)
     comp, replaced = fit_brackets(comp, ctx.prefix, ctx.suffix, cur.line_suffix, language, single_line, reaches_end)
     comp = comp.rstrip()
     if not replaced:
-        comp = drop_suffix_duplicate(comp, text[offset:])
+        comp = drop_suffix_duplicate(comp, text[offset : offset + _HEAD_CHARS])
         if comp is None:
             return None
     if not comp.strip():

@@ -86,13 +86,19 @@ def drop_repetition(completion: str, cur: CursorLine) -> str | None:
 
 
 def stop_at_dedent(completion: str, cur: CursorLine) -> str:
-    """Cut before the first later line indented less than the completion's first line."""
+    """Cut before the first later line that leaves the block the completion is in.
+
+    On a blank line that is any line indented less than where the completion
+    starts; right after a block opener (`def f():█`) any line not indented
+    deeper than the opener's line.
+    """
     lines = completion.split("\n")
     if len(lines) < 2:
         return completion
-    base = cur.line_prefix + leading(lines[0]) if not cur.line_prefix.strip() else leading(cur.line_prefix)
+    after_opener = bool(cur.line_prefix.strip())
+    base = len(leading(cur.line_prefix)) + 1 if after_opener else len(cur.line_prefix + leading(lines[0]))
     for i, line in enumerate(lines[1:], start=1):
-        if line.strip() and len(leading(line)) < len(base):
+        if line.strip() and len(leading(line)) < base:
             return "\n".join(lines[:i]).rstrip()
     return completion
 

@@ -6,6 +6,7 @@ asked and then only with a bearer token. Endpoints:
 - POST /v1/infill       native: several holes, diffusion parameters, per-pass stats;
                         `"stream": true` sends server-sent events (`canvas`, then `result`)
 - POST /v1/completions  OpenAI-compatible fill-in-the-middle (`prompt` + `suffix`)
+- POST /v1/score        token-by-token likelihood of existing code (for diagnostics)
 - GET  /health          200 when ready, 503 while the model loads
 - GET  /metrics         queue depth, passes/s, tokens per pass, cache hit rate
 
@@ -38,6 +39,7 @@ from .protocol import (
     InfillRequest,
     ProtocolError,
     RequestCancelled,
+    ScoreRequest,
 )
 
 log = logging.getLogger("dllm_engine.daemon")
@@ -134,6 +136,12 @@ def build_app(host: EngineHost, token: str | None = None) -> Starlette:
             return JSONResponse(result.to_dict())
         return _stream(request, engine, req)
 
+    async def score(request: Request) -> Response:
+        req = ScoreRequest.from_dict(await _json_body(request))
+        engine = ready_engine()
+        result = await asyncio.to_thread(engine.score, req)
+        return JSONResponse(result.to_dict())
+
     async def completions(request: Request) -> Response:
         body = await _json_body(request)
         req = _fim_request(body)
@@ -173,6 +181,7 @@ def build_app(host: EngineHost, token: str | None = None) -> Starlette:
     routes = [
         Route("/v1/infill", endpoint(infill), methods=["POST"]),
         Route("/v1/completions", endpoint(completions), methods=["POST"]),
+        Route("/v1/score", endpoint(score), methods=["POST"]),
         Route("/health", health, methods=["GET"]),
         Route("/metrics", endpoint(metrics), methods=["GET"]),
     ]

@@ -33,7 +33,10 @@ from .protocol import (
     InfillResult,
     ProtocolError,
     RequestCancelled,
+    ScoreRequest,
+    ScoreResult,
 )
+from .scoring import score_span
 from .runner import ModelRunner
 from .scheduler import ActiveHole, RequestState, Scheduler
 
@@ -99,6 +102,8 @@ class Engine:
         self.scheduler = Scheduler(self.config.max_batch, self.config.max_queue)
         self.metrics = EngineMetrics()
         self._cond = threading.Condition()
+        # The runner is used by the engine loop and by score(); one at a time.
+        self._runner_lock = threading.Lock()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="dllm-engine", daemon=True)
         self._thread.start()
@@ -121,6 +126,12 @@ class Engine:
 
     def infill(self, request: InfillRequest, timeout: float | None = None) -> InfillResult:
         return self.submit(request).result(timeout)
+
+    def score(self, request: ScoreRequest) -> ScoreResult:
+        """Token-by-token likelihood of existing code (see scoring.py); runs between passes."""
+        request.validate()
+        with self._runner_lock:
+            return score_span(self, request)
 
     def health(self) -> dict:
         return {
@@ -155,11 +166,12 @@ class Engine:
                     break
                 admissions = self.scheduler.next_admissions()
             try:
-                self._drop_cancelled()
-                for state, hole in admissions:
-                    self._admit(state, hole)
-                if self.scheduler.active:
-                    self._step()
+                with self._runner_lock:
+                    self._drop_cancelled()
+                    for state, hole in admissions:
+                        self._admit(state, hole)
+                    if self.scheduler.active:
+                        self._step()
             except Exception as exc:  # never let one bad pass kill the resident engine
                 log.exception("engine pass failed")
                 for active in list(self.scheduler.active):

@@ -84,3 +84,24 @@ def test_no_imports_no_snippets():
     text = "def f(x):\n    "
     assert _ctx(text, "python", {"file:///w/utils.py": PY_UTILS}).snippets == ()
     assert with_snippets(_ctx(text, "python", {}), language_named("python")) == text
+
+
+def test_go_package_import_brings_used_functions():
+    text = 'package main\n\nimport "example.com/shop/inventory"\n\nfunc main() {\n\tinv, _ := inventory.Load("x")\n\t'
+    other = "package inventory\n\nfunc Load(path string) (*Inventory, error) {\n\treturn nil, nil\n}\n\nfunc Other() {}\n"
+    (snippet,) = _ctx(text, "go", {"file:///w/inventory/inventory.go": other}).snippets
+    assert snippet.startswith("inventory.go\nfunc Load(path string)")
+
+
+def test_rust_use_brings_items():
+    text = "use crate::geometry::{area, Point};\n\nfn main() {\n    let p = Point { x: 1 };\n    "
+    other = "pub struct Point {\n    pub x: i32,\n}\n\npub fn area(p: &Point) -> i32 {\n    p.x\n}\n\nfn hidden() {}\n"
+    snippets = _ctx(text, "rust", {"file:///w/src/geometry.rs": other}).snippets
+    assert [s.split("\n")[1] for s in snippets] == ["pub struct Point {", "pub fn area(p: &Point) -> i32 {"]
+
+
+def test_java_import_brings_the_class():
+    text = "import shop.Item;\n\nclass Main {\n    void f() {\n        "
+    other = "package shop;\n\npublic class Item {\n    public int price() { return 1; }\n}\n"
+    (snippet,) = _ctx(text, "java", {"file:///w/shop/Item.java": other}).snippets
+    assert snippet.startswith("Item.java\npublic class Item {")

@@ -134,7 +134,8 @@ def write_atomic(plan: FilePlan, new_text: str) -> str | None:
     data = new_text.encode(plan.encoding)
     folder, name = os.path.split(target)
     try:
-        mode = stat.S_IMODE(os.stat(target).st_mode)
+        st = os.stat(target)
+        mode = stat.S_IMODE(st.st_mode)
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{name}.", suffix=TEMP_SUFFIX)
     except OSError as exc:
         return f"cannot write next to the file: {exc.strerror or exc}"
@@ -144,6 +145,11 @@ def write_atomic(plan: FilePlan, new_text: str) -> str | None:
             f.flush()
             os.fsync(f.fileno())
         os.chmod(tmp, mode)
+        if (st.st_uid, st.st_gid) != (os.getuid(), os.getgid()):
+            try:  # keep the owner when we may (root editing a user's checkout)
+                os.chown(tmp, st.st_uid, st.st_gid)
+            except PermissionError:
+                pass
         if not _still_as_read(target, plan):  # checked again right before the rename
             os.unlink(tmp)
             return "changed on disk since it was read; not overwritten (rerun to retry)"

@@ -53,6 +53,7 @@ class EngineConfig:
     cache_mb: int = 512  # context KV cache budget
     threads: int | None = None  # torch CPU threads (None: torch's default)
     buckets: tuple[int, ...] = (8, 16, 32, 64, 128)
+    kernels: str = "auto"  # auto: Triton on CUDA, torch elsewhere; "triton" / "torch" to force
 
     def __post_init__(self) -> None:
         if self.device == "auto":
@@ -61,6 +62,8 @@ class EngineConfig:
             self.dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
         if self.dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError(f"dtype must be float32, bfloat16 or float16, got {self.dtype!r}")
+        if self.kernels not in ("auto", "triton", "torch"):
+            raise ValueError(f"kernels must be auto, triton or torch, got {self.kernels!r}")
         if self.max_batch < 1 or self.max_queue < 1:
             raise ValueError("max_batch and max_queue must be at least 1")
         self.buckets = tuple(sorted(self.buckets))
@@ -90,6 +93,7 @@ class Engine:
         self.loaded = load(self.config.model, self.config.device, getattr(torch, self.config.dtype))
         if self.loaded.tokenizer is None:
             raise ProtocolError(f"{self.loaded.path}: no tokenizer.json; the engine needs one to infill text")
+        self.loaded.model.use_kernels(None if self.config.kernels == "auto" else self.config.kernels)
         self.load_seconds = time.perf_counter() - t0
         cfg = self.loaded.config
         self.tokenizer = self.loaded.tokenizer

@@ -17,6 +17,7 @@ import torch
 from .checkpoint import LoadedModel
 from .context_cache import PrefixCache
 from .layout import causal_mask, native_context_ids
+from .ops import CanvasSpec
 from .protocol import ProtocolError
 
 
@@ -108,7 +109,8 @@ class ModelRunner:
         cols_canvas = torch.arange(length, device=self.device)[None] < canvas_lens[:, None]
         mask = torch.cat((cols_ctx, cols_canvas), dim=1)[:, None, None, :]  # [B, 1, 1, Tmax+L]
         past = [(k, v, t_max) for k, v in self._batch_kv]
-        logits, _ = self.model(canvases, positions, mask=mask, past=past, logits_rows=rows)
+        spec = CanvasSpec(context_lens=ctx_lens, canvas_lens=canvas_lens)
+        logits, _ = self.model(canvases, positions, mask=mask, past=past, logits_rows=rows, canvas=spec)
         return logits
 
     def forget_batch(self) -> None:

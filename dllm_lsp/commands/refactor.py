@@ -8,7 +8,8 @@ Exit codes: 0 done (no changes with --check); 1 --check found changes;
 2 usage error (bad arguments, unreadable or invalid recipe); 3 some files
 were skipped or not written (and, with --check, nothing would change);
 130 interrupted (Ctrl-C or SIGTERM: every file is wholly old or wholly new,
-and a rerun resumes because filled holes no longer match the recipe).
+and a rerun resumes because filled holes no longer match the recipe;
+with --journal FILE also for `regenerate`).
 """
 
 from __future__ import annotations
@@ -37,6 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     mode.add_argument("--check", action="store_true", help="exit 1 when there would be changes (prints the diff)")
     p.add_argument("-q", "--quiet", action="store_true", help="no diff on stdout")
     p.add_argument("--report", metavar="FILE", help="write a JSON report, one entry per hole")
+    p.add_argument("--journal", metavar="FILE", help="with --apply: record rewritten files; a rerun skips them "
+                   "(resumes `regenerate`, whose matches never run out)")
     p.add_argument("--engine", choices=("in-process", "daemon"), default="in-process")
     p.add_argument("--model", default=None, help="checkpoint folder or HF repo id (default: the embedded model)")
     p.add_argument("--socket", default=None, help="daemon socket path (with --engine daemon)")
@@ -79,6 +82,7 @@ def run(args: argparse.Namespace) -> int:
 
     from dllm_engine.protocol import DiffusionParams, ProtocolError
 
+    from dllm_lsp.refactor.journal import Journal
     from dllm_lsp.refactor.planner import collect_files
     from dllm_lsp.refactor.recipes import RecipeError
     from dllm_lsp.refactor.runner import RunOptions, default_jobs
@@ -95,6 +99,8 @@ def run(args: argparse.Namespace) -> int:
             raise ValueError("--batch-holes must be in [1, 64]")
         if args.max_tokens is not None and not 1 <= args.max_tokens <= 1024:
             raise ValueError("--max-tokens must be in [1, 1024]")
+        if args.journal and not args.apply:
+            raise ValueError("--journal only makes sense with --apply")
     except (RecipeError, ProtocolError, ValueError) as exc:
         return _usage(str(exc))
     files, missing = collect_files(args.paths, recipe)
@@ -103,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         files_in_flight=max(1, args.files_in_flight), jobs=args.jobs or default_jobs(),
         budget=ContextBudget(prefix_tokens=args.prefix_tokens, suffix_tokens=args.suffix_tokens),
         progress=sys.stderr.isatty() if args.progress is None else args.progress,
+        journal=Journal(args.journal, recipe) if args.journal else None,
     )
     from dllm_lsp.refactor.ray_shard import RayUnavailable
     from dllm_lsp.refactor.session import run_session

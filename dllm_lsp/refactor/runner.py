@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from dllm_engine.protocol import DiffusionParams, EngineBusy, Hole, InfillRequest
 
 from dllm_lsp.refactor.apply import HoleFill, HoleOutcome, build_edit, unified_diff, write_atomic
+from dllm_lsp.refactor.journal import Journal
 from dllm_lsp.refactor.planner import FilePlan, Skipped, plan_file
 from dllm_lsp.refactor.recipes import Recipe
 from dllm_lsp.syntax.context import ContextBudget
@@ -37,6 +38,7 @@ class RunOptions:
     jobs: int = 1  # planning processes (1: plan in a thread)
     budget: ContextBudget = field(default_factory=ContextBudget)
     progress: bool = False
+    journal: Journal | None = None  # files already rewritten by this recipe are skipped
 
 
 @dataclass
@@ -81,7 +83,7 @@ async def fill_plan(client, plan: FilePlan, options: RunOptions, on_holes=None) 
     return [fill for chunk in chunks for fill in chunk]
 
 
-def _finish(plan: FilePlan, fills: list[HoleFill], apply: bool) -> FileResult:
+def _finish(plan: FilePlan, fills: list[HoleFill], apply: bool, journal: Journal | None = None) -> FileResult:
     new_text, outcomes = build_edit(plan, fills)
     if new_text == plan.text:
         return FileResult(plan.path, "unchanged", None, "", outcomes, plan.language)
@@ -94,6 +96,8 @@ def _finish(plan: FilePlan, fills: list[HoleFill], apply: bool) -> FileResult:
             if o.applied:
                 o.applied, o.reason = False, reason
         return FileResult(plan.path, "not-written", reason, diff, outcomes, plan.language)
+    if journal is not None:
+        journal.record(plan.path, new_text.encode(plan.encoding))
     return FileResult(plan.path, "written", None, diff, outcomes, plan.language)
 
 
@@ -153,6 +157,9 @@ async def refactor_files(files: list[str], recipe: Recipe, client, options: RunO
         if isinstance(plan, Skipped):
             progress.file_done()
             return FileResult(path, "skipped", plan.reason)
+        if options.journal is not None and options.journal.done(plan.path, plan.signature.sha256):
+            progress.file_done()
+            return FileResult(path, "unchanged", "already rewritten by this recipe (journal)", language=plan.language)
         progress.planned(len(plan.holes))
         if not plan.holes:
             progress.file_done()
@@ -165,7 +172,7 @@ async def refactor_files(files: list[str], recipe: Recipe, client, options: RunO
             except Exception as exc:  # the engine refused or failed this file: report it, go on
                 progress.file_done()
                 return FileResult(path, "skipped", f"engine: {type(exc).__name__}: {exc}", language=plan.language)
-        result = await asyncio.to_thread(_finish, plan, fills, options.apply)
+        result = await asyncio.to_thread(_finish, plan, fills, options.apply, options.journal)
         progress.file_done()
         return result
 

@@ -116,3 +116,28 @@ async def test_holes_go_in_batches_of_at_most_64(tmp_path):
     results, _ = await _run([path], client, apply=False)
     assert sorted(client.request_sizes) == [6, 64]
     assert sum(o.applied for o in results["many.py"].outcomes) == 70
+
+
+async def test_journal_lets_regenerate_resume(tmp_path):
+    import pickle
+
+    from dllm_lsp.refactor.builtin_recipes import regenerate_recipe
+    from dllm_lsp.refactor.journal import Journal
+
+    recipe = regenerate_recipe("(return_statement (_) @hole)", languages=["python"])
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("def f():\n    return 1\n")
+    b.write_text("def g():\n    return 2\n")
+    journal_path = str(tmp_path / "journal.jsonl")
+    first = ScriptedClient(lambda h: "41")
+    results, _ = await _run([a], first, recipe=recipe, journal=Journal(journal_path, recipe))
+    assert results["a.py"].status == "written" and a.read_text() == "def f():\n    return 41\n"
+    # The rerun (say, after an interrupt) skips what the journal says is done, and only that.
+    again = ScriptedClient(lambda h: "42")
+    journal = pickle.loads(pickle.dumps(Journal(journal_path, recipe)))  # as it travels to Ray workers
+    results, _ = await _run([a, b], again, recipe=recipe, journal=journal)
+    assert results["a.py"].status == "unchanged" and "journal" in results["a.py"].reason
+    assert results["b.py"].status == "written" and again.request_sizes == [1]
+    a.write_text("def f():\n    return 7\n")  # edited since: no longer what the journal recorded
+    results, _ = await _run([a], ScriptedClient(lambda h: "43"), recipe=recipe, journal=Journal(journal_path, recipe))
+    assert results["a.py"].status == "written" and a.read_text().endswith("return 43\n")

@@ -27,6 +27,7 @@ from dllm_lsp.syntax.context import ContextBudget
 
 MAX_HOLES_PER_REQUEST = 64
 _BUSY_RETRIES = 20
+_POOL_MIN_FILES = 16  # below this, starting planner processes costs more than parsing in a thread
 
 
 @dataclass
@@ -140,7 +141,7 @@ async def refactor_files(files: list[str], recipe: Recipe, client, options: RunO
     # Plans waiting for the engine hold whole files in memory: plan only a few files ahead of it.
     ahead = asyncio.Semaphore(max(1, options.files_in_flight) * 2 + max(1, options.jobs))
     pool: Executor | None = None
-    if options.jobs > 1 and len(files) > 1:
+    if options.jobs > 1 and len(files) >= _POOL_MIN_FILES:
         # spawn, not fork: the engine may already own threads (torch) in this process.
         pool = ProcessPoolExecutor(min(options.jobs, len(files)), mp_context=multiprocessing.get_context("spawn"))
     loop = asyncio.get_running_loop()

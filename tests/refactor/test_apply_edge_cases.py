@@ -141,3 +141,11 @@ async def test_journal_lets_regenerate_resume(tmp_path):
     a.write_text("def f():\n    return 7\n")  # edited since: no longer what the journal recorded
     results, _ = await _run([a], ScriptedClient(lambda h: "43"), recipe=recipe, journal=Journal(journal_path, recipe))
     assert results["a.py"].status == "written" and a.read_text().endswith("return 43\n")
+
+
+async def test_planning_in_a_process_pool(tmp_path):
+    for i in range(20):
+        (tmp_path / f"m{i}.py").write_text(f"def f{i}():\n    pass\n")
+    results, _ = await _run([tmp_path], ScriptedClient(lambda h: "return 0"), jobs=2)
+    assert len(results) == 20 and all(r.status == "written" for r in results.values())
+    assert (tmp_path / "m7.py").read_text() == "def f7():\n    return 0\n"

@@ -149,3 +149,13 @@ async def test_planning_in_a_process_pool(tmp_path):
     results, _ = await _run([tmp_path], ScriptedClient(lambda h: "return 0"), jobs=2)
     assert len(results) == 20 and all(r.status == "written" for r in results.values())
     assert (tmp_path / "m7.py").read_text() == "def f7():\n    return 0\n"
+
+
+async def test_a_symlink_stays_a_symlink(tmp_path):
+    real = tmp_path / "real.py"
+    real.write_text("def f():\n    pass\n")
+    link = tmp_path / "link.py"
+    link.symlink_to(real)
+    results, _ = await _run([link], ScriptedClient(lambda h: "return 0"))
+    assert results["link.py"].status == "written"
+    assert link.is_symlink() and real.read_text() == "def f():\n    return 0\n"

@@ -47,7 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--batch-holes", type=int, default=64, help="holes per engine request (1..64)")
-    p.add_argument("--files-in-flight", type=int, default=8, help="files in the engine at once")
+    p.add_argument("--files-in-flight", type=int, default=32,
+                   help="files in the engine at once (enough to fill the engine's batch of canvases)")
     p.add_argument("--jobs", type=int, default=None, help="processes parsing files (default: CPUs, at most 8)")
     p.add_argument("--prefix-tokens", type=int, default=768)
     p.add_argument("--suffix-tokens", type=int, default=256)

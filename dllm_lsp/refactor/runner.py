@@ -35,7 +35,7 @@ class RunOptions:
     apply: bool = False  # write files (else only diff)
     params: DiffusionParams = field(default_factory=DiffusionParams)
     max_holes_per_request: int = MAX_HOLES_PER_REQUEST
-    files_in_flight: int = 8
+    files_in_flight: int = 32
     jobs: int = 1  # planning processes (1: plan in a thread)
     budget: ContextBudget = field(default_factory=ContextBudget)
     progress: bool = False

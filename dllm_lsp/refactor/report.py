@@ -1,4 +1,7 @@
-"""`--report FILE`: one JSON entry per hole (file, range, recipe, text, passes, time, applied or why not)."""
+"""`--report FILE`: one JSON entry per hole (file, range, recipe, text, passes, time, applied or why not).
+
+Ranges are 0-based lines and characters counted in code points (not UTF-16 units) of the file as read.
+"""
 
 from __future__ import annotations
 

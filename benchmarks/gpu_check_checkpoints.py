@@ -22,10 +22,8 @@ import torch
 import json
 import tempfile
 
-import dllm_engine.engine as engine_mod
 from dllm_engine.checkpoint import LoadedModel
 from dllm_engine.engine import Engine, EngineConfig
-from dllm_engine.families.family_runner import make_runner
 from dllm_engine.model import DiffusionTransformer
 from dllm_engine.model_config import ModelConfig
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
@@ -69,9 +67,8 @@ def word_tokenizer(vocab: int, folder: Path) -> TextTokenizer:
 
 def start_engine(loaded: LoadedModel, device: str, dtype: str, refresh: int, batch: int, canvas: int) -> Engine:
     """The resident engine over an in-memory model (no 15 GB random checkpoint on disk)."""
-    engine_mod.load = lambda *a, **k: loaded
-    engine_mod.ModelRunner = lambda lm, cache_bytes: make_runner(lm, cache_bytes, refresh_every=refresh)
-    return Engine(EngineConfig(model="synthetic", device=device, dtype=dtype, max_batch=batch, buckets=(canvas,)))
+    return Engine(EngineConfig(model="synthetic", device=device, dtype=dtype, max_batch=batch, buckets=(canvas,),
+                               refresh_every=refresh), loaded=loaded)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -97,37 +94,33 @@ def main(argv: list[str] | None = None) -> None:
           f"prefix {args.prefix} suffix {args.suffix} canvas {args.canvas}, threshold {args.threshold}")
     print("| batch | refresh_every | ms / request (median) | passes | passes/s | tokens/pass | peak GiB |")
     print("|---|---|---|---|---|---|---|")
-    saved = engine_mod.load, engine_mod.ModelRunner
-    try:
-        for batch in (int(b) for b in args.batches.split(",")):
-            g = torch.Generator().manual_seed(batch)
+    for batch in (int(b) for b in args.batches.split(",")):
+        g = torch.Generator().manual_seed(batch)
 
-            def text(n):
-                return " ".join(f"w{i}" for i in torch.randint(0, vocab - 8, (n,), generator=g).tolist())
+        def text(n):
+            return " ".join(f"w{i}" for i in torch.randint(0, vocab - 8, (n,), generator=g).tolist())
 
-            holes = [Hole(prefix=text(args.prefix), suffix=text(args.suffix), max_tokens=args.canvas, bucket=args.canvas)
-                     for _ in range(batch)]
-            for n in (int(x) for x in args.refresh.split(",")):
-                eng = start_engine(loaded, device, str(dtype).split(".")[-1], n, batch, args.canvas)
-                try:
-                    if cuda:
-                        torch.cuda.reset_peak_memory_stats()
-                    times, result = [], None
-                    for _ in range(args.repeats + 1):  # the first run warms up
-                        req = InfillRequest(holes=holes, params=DiffusionParams(threshold=args.threshold))
-                        t0 = time.perf_counter()
-                        result = eng.infill(req, timeout=600)
-                        times.append(time.perf_counter() - t0)
-                finally:
-                    eng.shutdown()
-                dt = statistics.median(times[1:]) if len(times) > 1 else times[0]
-                passes = result.passes
-                committed = sum(sum(h.committed_per_pass) for h in result.holes) / batch
-                peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else float("nan")
-                print(f"| {batch} | {n}{' (exact)' if n == 1 else ''} | {dt * 1000:.1f} | {passes} | "
-                      f"{passes / dt:.1f} | {committed / max(passes, 1):.2f} | {peak:.1f} |")
-    finally:
-        engine_mod.load, engine_mod.ModelRunner = saved
+        holes = [Hole(prefix=text(args.prefix), suffix=text(args.suffix), max_tokens=args.canvas, bucket=args.canvas)
+                 for _ in range(batch)]
+        for n in (int(x) for x in args.refresh.split(",")):
+            eng = start_engine(loaded, device, str(dtype).split(".")[-1], n, batch, args.canvas)
+            try:
+                if cuda:
+                    torch.cuda.reset_peak_memory_stats()
+                times, result = [], None
+                for _ in range(args.repeats + 1):  # the first run warms up
+                    req = InfillRequest(holes=holes, params=DiffusionParams(threshold=args.threshold))
+                    t0 = time.perf_counter()
+                    result = eng.infill(req, timeout=600)
+                    times.append(time.perf_counter() - t0)
+            finally:
+                eng.shutdown()
+            dt = statistics.median(times[1:]) if len(times) > 1 else times[0]
+            passes = result.passes
+            committed = sum(sum(h.committed_per_pass) for h in result.holes) / batch
+            peak = torch.cuda.max_memory_allocated() / 2**30 if cuda else float("nan")
+            print(f"| {batch} | {n}{' (exact)' if n == 1 else ''} | {dt * 1000:.1f} | {passes} | "
+                  f"{passes / dt:.1f} | {committed / max(passes, 1):.2f} | {peak:.1f} |")
 
 
 if __name__ == "__main__":

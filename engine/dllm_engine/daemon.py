@@ -62,6 +62,7 @@ class EngineHost:
     def _load(self) -> None:
         try:
             self.engine = self._factory()
+            self.last_activity = time.monotonic()  # the idle clock starts once the model is ready
         except Exception as exc:  # reported through /health, never a crash loop
             log.exception("engine failed to load")
             self.error = f"{type(exc).__name__}: {exc}"
@@ -291,7 +292,8 @@ def serve(engine_factory, socket_path: Path | None, host: str | None, port: int 
         while not server.should_exit:
             await asyncio.sleep(0.5)
             idle = time.monotonic() - engine_host.last_activity
-            if idle_exit_s and engine_host.in_flight == 0 and idle > idle_exit_s:
+            loading = engine_host.engine is None and engine_host.error is None
+            if idle_exit_s and not loading and engine_host.in_flight == 0 and idle > idle_exit_s:
                 log.info("idle for %.0fs, exiting", idle)
                 server.should_exit = True
 

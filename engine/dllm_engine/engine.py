@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .checkpoint import load
+from .checkpoint import LoadedModel, load
 from .denoise import SpecialIds, denoise_pass
 from .metrics import EngineMetrics
 from .protocol import (
@@ -37,7 +37,8 @@ from .protocol import (
     ScoreResult,
 )
 from .scoring import score_span
-from .runner import ModelRunner
+from .families.defaults import DEFAULTS, defaults_for
+from .families.family_runner import make_runner
 from .scheduler import ActiveHole, RequestState, Scheduler
 
 log = logging.getLogger("dllm_engine")
@@ -54,6 +55,9 @@ class EngineConfig:
     threads: int | None = None  # torch CPU threads (None: torch's default)
     buckets: tuple[int, ...] = (8, 16, 32, 64, 128)
     kernels: str = "auto"  # auto: Triton on CUDA, torch elsewhere; "triton" / "torch" to force
+    # Bidirectional families: refresh the approximate context cache every N passes
+    # (1 = exact, full recompute each pass; None = the family's recommended schedule).
+    refresh_every: int | None = None
 
     def __post_init__(self) -> None:
         if self.device == "auto":
@@ -85,22 +89,28 @@ class RequestHandle:
 
 
 class Engine:
-    def __init__(self, config: EngineConfig | None = None) -> None:
+    def __init__(self, config: EngineConfig | None = None, loaded: LoadedModel | None = None) -> None:
+        """`loaded` serves an already built model (benchmarks with random weights) instead of loading."""
         self.config = config or EngineConfig()
         if self.config.threads:
             torch.set_num_threads(self.config.threads)
         t0 = time.perf_counter()
-        self.loaded = load(self.config.model, self.config.device, getattr(torch, self.config.dtype))
+        self.loaded = loaded or load(self.config.model, self.config.device, getattr(torch, self.config.dtype))
         if self.loaded.tokenizer is None:
             raise ProtocolError(f"{self.loaded.path}: no tokenizer.json; the engine needs one to infill text")
         self.loaded.model.use_kernels(None if self.config.kernels == "auto" else self.config.kernels)
         self.load_seconds = time.perf_counter() - t0
         cfg = self.loaded.config
         self.tokenizer = self.loaded.tokenizer
-        self.runner = ModelRunner(self.loaded, self.config.cache_mb * 2**20)
+        # The native exact-cache runner, or a family runner (approximate or block cache).
+        self.runner = make_runner(self.loaded, self.config.cache_mb * 2**20, refresh_every=self.config.refresh_every)
+        if cfg.family in DEFAULTS and cfg.family != "native":
+            self.config.buckets = tuple(sorted(defaults_for(cfg.family).buckets))
+        ends = [cfg.pad_token_id, cfg.eos_token_id, *cfg.extra.get("end_ids", [])]
         self.special = SpecialIds(
             mask=cfg.mask_token_id,
-            end=tuple(sorted({i for i in (cfg.pad_token_id, cfg.eos_token_id) if i >= 0})),
+            # The canonical end (what surplus slots become) first: pad, else EOS.
+            end=tuple(dict.fromkeys(i for i in ends if i is not None and i >= 0)),
             banned=tuple(i for i in (cfg.mask_token_id, cfg.suffix_token_id, cfg.prefix_token_id) if i >= 0),
         )
         self.scheduler = Scheduler(self.config.max_batch, self.config.max_queue)
@@ -271,7 +281,8 @@ class Engine:
         for row, a in enumerate(active):
             a.passes += 1
             a.committed_per_pass.append(int(committed[row]))
-            a.canvas = new_canvases[row, : a.canvas.numel()].clone()
+            n = a.canvas.numel()
+            a.canvas = self.runner.edit_canvas(new_canvases[row, :n].clone(), commit[row, :n], a.max_tokens)
             if a.remask_budget > 0:
                 self._remask(a, out.token_prob[row], commit[row])
             reason = self._advance(a)

@@ -113,5 +113,9 @@ class ModelRunner:
         logits, _ = self.model(canvases, positions, mask=mask, past=past, logits_rows=rows, canvas=spec)
         return logits
 
+    def edit_canvas(self, canvas: torch.Tensor, committed: torch.Tensor, max_tokens: int) -> torch.Tensor:
+        """Length edits after a pass: none for the native layout (DreamOn's runner has some)."""
+        return canvas
+
     def forget_batch(self) -> None:
         self._batch_key, self._batch_kv, self._batch_lens = None, [], None

@@ -1,24 +1,20 @@
 """Infill round trip through the resident engine with third-party family checkpoints.
 
-The engine builds its runner with `families.family_runner.make_runner` (the one-line
-seam in Engine.__init__); until that line is on main the test installs it itself.
+The engine builds its runner with `families.family_runner.make_runner`.
 """
 
 from __future__ import annotations
 
 import pytest
 
-import dllm_engine.engine as engine_mod
 from ckpt_writers import FAMILY_NAMES, write_checkpoint
 from dllm_engine.engine import Engine, EngineConfig
-from dllm_engine.families.family_runner import FamilyRunner, make_runner
+from dllm_engine.families.family_runner import FamilyRunner
 from dllm_engine.protocol import Hole, InfillRequest
 
 
 @pytest.fixture
-def family_engine(tmp_path, monkeypatch):
-    if engine_mod.ModelRunner is not make_runner:
-        monkeypatch.setattr(engine_mod, "ModelRunner", make_runner)
+def family_engine(tmp_path):
     engines = []
 
     def start(family):

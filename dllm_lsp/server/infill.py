@@ -75,9 +75,16 @@ def plan_completion(doc: Document, offset: int, options: ServerOptions, open_doc
     if ctx.kind == "none":
         log.debug("no completion at %s:%d: %s", doc.uri, offset, ctx.reason)
         return None
-    prefix = with_snippets(ctx, doc.language) if ctx.snippets else ctx.prefix
-    hole = Hole(prefix=prefix, suffix=ctx.suffix, max_tokens=ctx.max_tokens, bucket=ctx.bucket)
+    hole = engine_hole(ctx, doc.language, ctx.max_tokens, ctx.bucket)
     return Plan(doc.uri, doc.version, doc.text, offset, ctx, doc.syntax_language, tree, hole)
+
+
+def engine_hole(ctx: CompletionContext, language: Any, max_tokens: int, bucket: int | None) -> Hole:
+    """The engine's hole for a context: snippets as comments, LF line ends (the model was
+    trained on LF text; shaping converts a fill back to the document's CRLF)."""
+    prefix = with_snippets(ctx, language) if ctx.snippets else ctx.prefix
+    return Hole(prefix=prefix.replace("\r\n", "\n"), suffix=ctx.suffix.replace("\r\n", "\n"),
+                max_tokens=max_tokens, bucket=bucket)
 
 
 def request_for(holes: list[Hole], options: ServerOptions, priority: str = "interactive") -> InfillRequest:
@@ -97,5 +104,4 @@ def plan_range(doc: Document, start: int, end: int, options: ServerOptions) -> t
     ctx = range_context(doc.text, start, end, doc.syntax_language, budget(options), tree=syntax_tree(doc))
     max_tokens = min(1024, ctx.max_tokens)  # the engine's per-hole cap
     bucket = ctx.bucket if ctx.bucket is not None and ctx.bucket <= max_tokens else None
-    prefix = with_snippets(ctx, doc.language) if ctx.snippets else ctx.prefix
-    return ctx, Hole(prefix=prefix, suffix=ctx.suffix, max_tokens=max_tokens, bucket=bucket)
+    return ctx, engine_hole(ctx, doc.language, max_tokens, bucket)

@@ -10,12 +10,10 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from dllm_engine.protocol import Hole
 from lsprotocol import types
 
 from ..syntax.parse_check import new_error_count
-from .holes import find_placeholders
-from .infill import plan_range, request_for
+from .infill import engine_hole, plan_range, request_for
 
 if TYPE_CHECKING:
     from .documents import Document
@@ -24,7 +22,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 RANGE_TIMEOUT_S = 60.0
-MAX_HOLES = 64
 
 
 def _edit(doc: "Document", edits: list[types.TextEdit]) -> types.WorkspaceEdit:
@@ -67,32 +64,28 @@ async def regenerate_selection(ls: "DllmServer", uri: str, rng: types.Range) -> 
 
 
 async def fill_holes(ls: "DllmServer", uri: str) -> types.WorkspaceEdit | None:
+    """Fill every placeholder of the buffer in one batched engine request."""
+    from ..refactor.apply import HoleFill
+    from .placeholders import apply_fills, line_edits, plan_placeholders
+
     doc = ls.documents.get(uri)
     if doc is None:
         log.warning("fillHoles: document not open: %s", uri)
         return None
-    placeholders = find_placeholders(doc.text, ls.options.fill_marker)[:MAX_HOLES]
-    if not placeholders:
+    plan = plan_placeholders(doc, ls.options)
+    if plan is None:
+        log.info("fillHoles: no placeholders in %s", uri)
         return None
     version = doc.version
-    holes: list[Hole] = [plan_range(doc, p.start, p.end, ls.options)[1] for p in placeholders]
+    holes = [engine_hole(h.ctx, doc.language, h.ctx.max_tokens, h.ctx.bucket) for h in plan.holes]
     result = await ls.engine.infill(request_for(holes, ls.options, "interactive"), RANGE_TIMEOUT_S, wait_for_load=True)
-    if result is None or len(result.holes) != len(placeholders):
+    if result is None or len(result.holes) != len(holes):
         return None
     if doc.version != version or ls.documents.get(uri) is not doc:
         log.info("fillHoles: %s changed while the engine worked; dropping the edit", uri)
         return None
-    replacements = []
-    for p, filled in zip(placeholders, result.holes):
-        text = filled.text.strip("\n")
-        if not text.strip():
-            continue
-        # Each fill must keep the document parsing on its own: one bad hole does not sink the rest.
-        if _keeps_parsing(doc, [(p.start, p.end, text)]):
-            replacements.append((p.start, p.end, text))
-        else:
-            log.info("fillHoles: dropping a fill that adds parse errors: %r", text[:120])
-    if not replacements:
+    fills = [HoleFill(h.text, h.passes, h.finish_reason, result.elapsed_ms) for h in result.holes]
+    new_text, filled = apply_fills(plan, fills)
+    if not filled:
         return None
-    edits = [types.TextEdit(range=doc.index.range(s, e, ls.encoding), new_text=t) for s, e, t in replacements]
-    return _edit(doc, edits)
+    return _edit(doc, line_edits(doc.text, new_text, ls.encoding))

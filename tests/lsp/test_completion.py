@@ -109,3 +109,12 @@ async def test_engine_status_and_progress_reported(client, fake):
     reports = [r for values in client.progress_reports.values() for r in values]
     assert any(isinstance(r, types.WorkDoneProgressBegin) for r in reports)
     assert any(isinstance(r, types.WorkDoneProgressEnd) for r in reports)
+
+
+async def test_crlf_document_gets_lf_context_and_crlf_edits(client, fake):
+    fake.fim.rules = [("    ", "x = 1\n    y = 2")]
+    await start(client, fake.url)
+    open_doc(client, URI, "def f():\r\n    \r\n")
+    items = (await inline(client, URI, 1, 4)).items
+    assert "\r" not in fake.fim.seen[-1].prompt and fake.fim.seen[-1].prompt.endswith("def f():\n    ")
+    assert [i.insert_text for i in items] == ["x = 1\r\n    y = 2"]

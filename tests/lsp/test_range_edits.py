@@ -75,8 +75,9 @@ async def test_fill_holes_fills_every_placeholder_in_one_request(client, fake):
     result = await command(client, "dllm.fillHoles", URI)
     assert result["applied"] is True
     [edit] = client.applied_edits
-    got = sorted((e.range.start.line, e.range.start.character, e.range.end.character, e.new_text) for e in edits_of(edit))
-    assert got == [(1, 4, 8, "return 3.14159 * r * r"), (5, 4, 7, "return 2 * 3.14159 * r")]
+    got = sorted((e.range.start.line, e.range.end.line, e.new_text) for e in edits_of(edit))
+    assert got == [(1, 2, "    return 3.14159 * r * r\n"), (5, 6, "    return 2 * 3.14159 * r\n")]
+    assert len(fake.fim.seen) == 2  # the fake endpoint gets one HTTP request per hole of the batch
 
 
 async def test_bad_command_arguments_are_an_error_not_a_crash(client, fake):

@@ -9,7 +9,6 @@ from lsprotocol import types
 
 from dllm_lsp.server.diagnostics import SuspiciousToken, select, to_diagnostics
 from dllm_lsp.server.documents import DocumentStore
-from dllm_lsp.server.holes import find_placeholders
 from dllm_lsp.server.scheduler import RequestScheduler
 from dllm_lsp.server.suggestion_cache import CachedSuggestion, SuggestionCache
 from dllm_lsp.syntax.languages import language_for, parse
@@ -81,11 +80,23 @@ async def test_scheduler_propagates_a_client_cancel():
     assert inner_cancelled.is_set() and scheduler.stats.client_cancelled == 1
 
 
-def test_placeholders_are_whole_body_lines():
-    text = ("def a():\n    pass\n\nclass B:\n    ...\n\nx = f(...)\nif x:\n    y = 1\n    pass\n"
-            "fn c() {\n    todo!()\n}\n    {{fill}}\n")
-    found = [(p.text, text[p.start:p.end]) for p in find_placeholders(text, "{{fill}}")]
-    assert found == [("pass", "pass"), ("...", "..."), ("todo!()", "todo!()"), ("{{fill}}", "{{fill}}")]
+def test_placeholders_come_from_the_refactor_recipes():
+    from dllm_lsp.refactor.apply import HoleFill
+    from dllm_lsp.server.options import ServerOptions
+    from dllm_lsp.server.placeholders import apply_fills, line_edits, plan_placeholders
+
+    text = ('def a():\n    pass\n\n\ndef b():\n    """Doc."""\n    ...\n\n\nx = f(...)\n\n\n'
+            'def c():\n    y = 1\n    pass\n\n\n{{fill}}\n')
+    store = DocumentStore()
+    doc = store.open(types.TextDocumentItem(uri="file:///p.py", language_id="python", version=1, text=text))
+    plan = plan_placeholders(doc, ServerOptions())
+    assert [text[h.start:h.end] for h in plan.holes] == ["pass", "...", "{{fill}}"]
+    new_text, filled = apply_fills(plan, [HoleFill("return 1", 1, "end", 1.0), None, HoleFill("", 1, "end", 1.0)])
+    assert filled == 1  # no fill for the second; the third is empty (dropped by shaping)
+    assert new_text == text.replace("    pass\n\n\ndef b", "    return 1\n\n\ndef b", 1)
+    [edit] = line_edits(text, new_text, "utf-16")
+    assert edit.range == types.Range(start=types.Position(line=1, character=0), end=types.Position(line=2, character=0))
+    assert edit.new_text == "    return 1\n"
 
 
 def test_diagnostics_from_suspicious_tokens():

@@ -56,7 +56,9 @@ async def regenerate_selection(ls: "DllmServer", uri: str, rng: types.Range) -> 
     if doc.version != version or ls.documents.get(uri) is not doc:
         log.info("regenerate: %s changed while the engine worked; dropping the edit", uri)
         return None
-    new = result.holes[0].text
+    new = result.holes[0].text.replace("\r\n", "\n")
+    if "\r\n" in doc.text:
+        new = new.replace("\n", "\r\n")  # the engine works in LF; the document keeps its line ends
     if not _keeps_parsing(doc, [(start, end, new)]):
         log.info("regenerate: the fill for %s adds parse errors; dropping it: %r", uri, new[:120])
         return None

@@ -1,0 +1,133 @@
+-- Drives the dllm Neovim plugin headless, like a person would, and writes what
+-- it saw to a JSON file that test_nvim.py checks. Runs on Neovim 0.7 to 0.11:
+--   nvim --headless -u NONE -i NONE -n -c 'luafile tests/editors/nvim_driver.lua'
+-- Environment: DLLM_PLUGIN (editors/nvim), DLLM_CMD (JSON server command),
+-- DLLM_FILE (Python file to edit; line DLLM_LINE is blank and gets the ghost),
+-- DLLM_RESULT (JSON output), DLLM_TIMEOUT_MS.
+local env = vim.env
+local result = { steps = {} }
+local timeout = tonumber(env.DLLM_TIMEOUT_MS or "20000")
+local uv = vim.uv or vim.loop
+
+local function log(step)
+  result.steps[#result.steps + 1] = step
+end
+
+local function finish(ok, message)
+  result.ok = ok
+  result.error = message
+  local f = assert(io.open(env.DLLM_RESULT, "w"))
+  f:write(vim.fn.json_encode(result))
+  f:close()
+  vim.cmd(ok and "qall!" or "cquit 1")
+end
+
+local function lines()
+  return vim.api.nvim_buf_get_lines(0, 0, -1, true)
+end
+
+vim.opt.runtimepath:prepend(env.DLLM_PLUGIN)
+vim.cmd("filetype on")
+vim.o.swapfile = false
+vim.o.expandtab = true
+
+local function main()
+  require("dllm").setup({
+    cmd = vim.fn.json_decode(env.DLLM_CMD),
+    ghost_text = { debounce_ms = 30 },
+    settings = vim.fn.json_decode(env.DLLM_SETTINGS or "{}"),
+  })
+  vim.cmd("edit " .. vim.fn.fnameescape(env.DLLM_FILE))
+
+local lsp = require("dllm.lsp")
+local ghost = require("dllm.ghost")
+local status = require("dllm.status")
+result.version = tostring(vim.version().major) .. "." .. tostring(vim.version().minor)
+result.native_inline = ghost.native
+
+if not vim.wait(timeout, function() return lsp.client(0) ~= nil end, 50) then
+  return finish(false, "no dllm client attached to " .. env.DLLM_FILE)
+end
+log("attached")
+vim.wait(timeout, function() return status.current ~= nil end, 50)
+result.status = status.current
+
+-- Insert mode is held by feedkeys("...", "x!") until a key exits it, so the
+-- rest runs in a coroutine resumed by a timer (Neovim's loop keeps running).
+local row = tonumber(env.DLLM_LINE or "2")
+vim.api.nvim_win_set_cursor(0, { row, 0 })
+local step_error
+local co = coroutine.create(function()
+  local function wait_for(cond, ms)
+    local deadline = uv.now() + ms
+    while not cond() do
+      if uv.now() > deadline then
+        return false
+      end
+      coroutine.yield()
+    end
+    return true
+  end
+  if not wait_for(function() return ghost.shown() ~= nil end, timeout) then
+    step_error = "no ghost text shown within " .. timeout .. " ms"
+  else
+    log("ghost")
+    result.ghost = ghost.shown()
+    local marks = vim.api.nvim_buf_get_extmarks(0, ghost.namespace, 0, -1, { details = true })
+    result.extmarks = #marks
+    result.line_before_accept = vim.api.nvim_get_current_line()
+    vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<Tab>", true, false, true), "m", false)
+    if wait_for(function() return ghost.shown() == nil end, 2000) then
+      log("accepted")
+      result.line_after_accept = vim.api.nvim_get_current_line()
+      result.cursor_after_accept = vim.api.nvim_win_get_cursor(0)
+    end
+  end
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<Esc>", true, false, true), "n", false)
+end)
+local timer = uv.new_timer()
+timer:start(20, 20, vim.schedule_wrap(function()
+  if coroutine.status(co) ~= "dead" then
+    local resumed, e = coroutine.resume(co)
+    if not resumed then
+      step_error = "driver: " .. tostring(e)
+      vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<Esc>", true, false, true), "n", false)
+    end
+  end
+end))
+vim.fn.feedkeys("A", "x!")
+timer:stop()
+if step_error then
+  result.buffer = lines()
+  return finish(false, step_error)
+end
+result.buffer_after_accept = lines()
+
+-- Commands: regenerate line 1 (the server answers with workspace/applyEdit).
+local before = table.concat(lines(), "\n")
+vim.cmd("1DllmRegenerate")
+vim.wait(timeout, function() return table.concat(lines(), "\n") ~= before end, 50)
+result.buffer_after_regenerate = lines()
+log("regenerate")
+
+local toggled
+require("dllm.commands").execute("dllm.toggleCompletions", { false }, function(r) toggled = r end)
+vim.wait(timeout, function() return toggled ~= nil end, 50)
+result.toggle = toggled
+require("dllm.commands").execute("dllm.toggleCompletions", { true }, function() end)
+
+local engine_status
+require("dllm.commands").execute("dllm.engineStatus", {}, function(r) engine_status = r end)
+vim.wait(timeout, function() return engine_status ~= nil end, 50)
+result.engine_status = engine_status
+
+-- :checkhealth dllm renders into a new buffer; keep its text.
+vim.cmd("checkhealth dllm")
+result.health = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+finish(true)
+end
+
+local ok, err = xpcall(main, debug.traceback)
+if not ok then
+  finish(false, "driver: " .. tostring(err))
+end

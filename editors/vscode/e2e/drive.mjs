@@ -1,0 +1,134 @@
+// Drives code-server (VS Code in the browser) in Debian's headless Chromium
+// like a person: opens calc.py, types a new line, waits for ghost text from
+// the dllm extension, accepts it with Tab, saves; opens the suggest widget;
+// runs "dllm: Regenerate Selection" on line 1 and saves. Prints one JSON object
+// with what it saw; screenshots go to SHOTS. Used by tests/editors/test_vscode_e2e.py.
+//
+//   node drive.mjs URL FOLDER SHOTS TIMEOUT_MS
+import { chromium } from "playwright-core";
+import path from "node:path";
+
+const [url, folder, shots, timeoutArg] = process.argv.slice(2);
+const timeout = Number(timeoutArg || 30000);
+const result = { steps: [] };
+let page;
+
+async function shot(name) {
+  await page.screenshot({ path: path.join(shots, `${name}.png`) });
+}
+
+async function palette(command) {
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input");
+  await input.waitFor({ state: "visible", timeout: 10000 });
+  await input.fill(`>${command}`);
+  await page.locator(".quick-input-list .monaco-list-row", { hasText: command }).first().waitFor({ timeout: 10000 });
+  await page.keyboard.press("Enter");
+}
+
+async function editorText() {
+  // Monaco renders spaces as U+00A0.
+  const lines = await page.locator(".monaco-editor .view-lines .view-line").allInnerTexts();
+  return lines.map((l) => l.replace(/\u00a0/g, " "));
+}
+
+async function main() {
+  const browser = await chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync"],
+  });
+  try {
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+    await page.goto(`${url}/?folder=${encodeURIComponent(folder)}`);
+    await page.locator(".monaco-workbench").waitFor({ timeout: 60000 });
+    const row = page.locator(".explorer-folders-view .monaco-list-row", { hasText: "calc.py" });
+    await row.waitFor({ timeout: 30000 });
+    await row.click();
+    await page.locator(".monaco-editor .view-lines").first().waitFor({ timeout: 20000 });
+    result.steps.push("opened");
+
+    // The status-bar item appears once the extension is active; the server's
+    // dllm/status notification fills in the model.
+    const status = page.locator(".statusbar-item", { hasText: /dllm|model/ }).first();
+    await status.waitFor({ timeout });
+    await page.waitForFunction(
+      () => [...document.querySelectorAll(".statusbar-item")].some((e) => /sparkle|ready/.test(e.innerHTML) && !/starting/.test(e.textContent)),
+      null, { timeout },
+    ).catch(() => {});
+    result.statusBar = (await status.innerText()).trim();
+    await shot("01-opened");
+
+    // Type: end of line 1, Enter (Python auto-indents), then ask for ghost text.
+    await page.locator(".monaco-editor .view-lines").first().click();
+    await page.keyboard.press("Control+Home");
+    await page.keyboard.press("End");
+    await page.keyboard.press("Enter");
+    result.steps.push("typed");
+    const ghost = page.locator(".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text");
+    try {
+      await ghost.first().waitFor({ timeout: 5000 });
+    } catch {
+      await palette("Trigger Inline Suggestion");
+      await ghost.first().waitFor({ timeout });
+    }
+    // The first line is inline decorations (one span per token); further lines
+    // are rendered as extra view lines inside .ghost-text.
+    const inline = (await page.locator(".monaco-editor .ghost-text-decoration").allInnerTexts()).join("");
+    const more = await page.locator(".monaco-editor .ghost-text .view-line").allInnerTexts();
+    result.ghost = [inline, ...more].join("\n").replace(/\u00a0/g, " ");
+    result.steps.push("ghost");
+    await shot("02-ghost-text");
+
+    await page.keyboard.press("Tab");
+    await page.waitForTimeout(300);
+    result.afterAccept = await editorText();
+    await page.keyboard.press("Control+s");
+    result.steps.push("accepted");
+    await shot("03-accepted");
+
+    // The completion provider: open the suggest widget on a new line and read its rows.
+    await page.keyboard.press("End");
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("Control+Space");
+    const rows = page.locator(".suggest-widget .monaco-list-row");
+    try {
+      await rows.first().waitFor({ timeout });
+      result.suggestions = (await rows.allInnerTexts()).map((t) => t.split("\n")[0]);
+    } catch {
+      result.suggestions = [];
+    }
+    await shot("04-suggest");
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("Control+z");
+    await page.keyboard.press("Control+s");
+
+    // Regenerate selection: select line 1 and run the palette command.
+    await page.keyboard.press("Control+Home");
+    await page.keyboard.press("Shift+End");
+    const before = (await editorText()).join("\n");
+    await palette("dllm: Regenerate Selection");
+    await page.waitForFunction(
+      (prev) => [...document.querySelectorAll(".monaco-editor .view-lines .view-line")]
+        .map((e) => e.textContent.replace(/\u00a0/g, " ")).join("\n") !== prev,
+      before, { timeout },
+    );
+    result.afterRegenerate = await editorText();
+    await page.keyboard.press("Control+s");
+    await page.waitForTimeout(500);
+    result.steps.push("regenerated");
+    await shot("05-regenerated");
+    result.ok = true;
+  } catch (error) {
+    result.ok = false;
+    result.error = String(error && error.stack ? error.stack : error);
+    if (page) {
+      await shot("99-failure").catch(() => {});
+    }
+  } finally {
+    await browser.close();
+  }
+  process.stdout.write(JSON.stringify(result) + "\n");
+}
+
+await main();

@@ -1,0 +1,44 @@
+"""`dllm-lsp engine serve`: the resident engine daemon (Unix socket by default)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from pathlib import Path
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    parser = sub.add_parser("engine", help="run or query the resident diffusion engine")
+    engine_sub = parser.add_subparsers(dest="engine_command", metavar="ENGINE_COMMAND")
+    serve = engine_sub.add_parser("serve", help="serve the engine over HTTP on a Unix socket (or TCP with a token)")
+    serve.add_argument("--model", default=None, help="checkpoint folder or HF repo id (default: the embedded model)")
+    serve.add_argument("--socket", type=Path, default=None, help="Unix socket path (default: under $XDG_RUNTIME_DIR)")
+    serve.add_argument("--host", default=None, help="listen on TCP instead (needs --token)")
+    serve.add_argument("--port", type=int, default=None)
+    serve.add_argument("--token", default=os.environ.get("DLLM_LSP_TOKEN"), help="bearer token for TCP (env DLLM_LSP_TOKEN)")
+    serve.add_argument("--device", default="auto")
+    serve.add_argument("--threads", type=int, default=None, help="torch CPU threads")
+    serve.add_argument("--max-batch", type=int, default=32)
+    serve.add_argument("--idle-exit", type=float, default=None, help="exit after this many idle seconds")
+    serve.add_argument("-v", "--verbose", action="store_true")
+    serve.set_defaults(func=run_serve)
+    parser.set_defaults(func=lambda args: parser.print_help(sys.stderr) or 2)
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
+                        format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    from dllm_engine.clients import default_socket_path
+    from dllm_engine.daemon import serve
+
+    def factory():
+        from dllm_engine.engine import Engine, EngineConfig
+
+        return Engine(EngineConfig(model=args.model, device=args.device, threads=args.threads,
+                                   max_batch=args.max_batch))
+
+    tcp = args.host is not None or args.port is not None
+    socket_path = None if tcp else (args.socket or default_socket_path())
+    return serve(factory, socket_path, args.host, args.port, args.token, args.idle_exit)

@@ -1,0 +1,164 @@
+"""Load a checkpoint folder: `config.json` + safetensors (single or sharded), memory-mapped.
+
+Never unpickles anything. The native format is our own config (under the
+`dllm_lsp_config` key) with Qwen2-style tensor names; other families are
+detected from `architectures`/`model_type` by `dllm_engine.families` and
+mapped onto the same `ModelConfig` and names.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError, safe_open
+from safetensors.torch import save_file
+
+from .model import DiffusionTransformer
+from .model_config import CheckpointError, ModelConfig
+from .tokenizer import TextTokenizer
+
+DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
+SINGLE_FILE = "model.safetensors"
+INDEX_FILE = "model.safetensors.index.json"
+
+
+@dataclass
+class LoadedModel:
+    model: DiffusionTransformer
+    config: ModelConfig
+    tokenizer: TextTokenizer | None
+    path: Path
+    name: str
+
+
+def resolve_model_path(model: str | None) -> Path:
+    if model in (None, "", "default"):
+        return DEFAULT_MODEL_DIR
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return path
+    from .families.hub import resolve_hub_id  # huggingface_hub local cache lookup
+
+    return resolve_hub_id(model)
+
+
+def read_config(path: Path) -> tuple[ModelConfig, dict]:
+    cfg_file = path / "config.json"
+    try:
+        raw = json.loads(cfg_file.read_text())
+    except FileNotFoundError:
+        raise CheckpointError(f"{cfg_file}: missing (a checkpoint folder needs config.json)") from None
+    except json.JSONDecodeError as exc:
+        raise CheckpointError(f"{cfg_file}: not valid JSON: {exc}") from None
+    if "dllm_lsp_config" in raw:
+        try:
+            return ModelConfig.from_dict(raw["dllm_lsp_config"]), raw
+        except TypeError as exc:
+            raise CheckpointError(f"{cfg_file}: bad dllm_lsp_config: {exc}") from None
+    from .families import config_from_hf  # third-party families
+
+    return config_from_hf(raw, path), raw
+
+
+def weight_files(path: Path) -> dict[str, Path]:
+    """Tensor name -> file holding it."""
+    index = path / INDEX_FILE
+    if index.exists():
+        try:
+            weight_map = json.loads(index.read_text())["weight_map"]
+        except (json.JSONDecodeError, KeyError) as exc:
+            raise CheckpointError(f"{index}: bad shard index: {exc}") from None
+        files = {name: path / shard for name, shard in weight_map.items()}
+        for shard in set(files.values()):
+            if not shard.exists():
+                raise CheckpointError(f"{index}: names shard {shard.name}, which is missing")
+        return files
+    single = path / SINGLE_FILE
+    if not single.exists():
+        raise CheckpointError(f"{path}: no {SINGLE_FILE} or {INDEX_FILE}")
+    try:
+        with safe_open(str(single), framework="pt") as f:
+            return {name: single for name in f.keys()}
+    except (SafetensorError, OSError) as exc:
+        raise CheckpointError(f"{single}: not a readable safetensors file: {exc}") from None
+
+
+def load_state(path: Path, rename=None) -> tuple[dict[str, torch.Tensor], dict[str, Path]]:
+    files = weight_files(path)
+    by_file: dict[Path, list[str]] = {}
+    for name, file in files.items():
+        by_file.setdefault(file, []).append(name)
+    state, origin = {}, {}
+    for file, names in by_file.items():
+        try:
+            with safe_open(str(file), framework="pt") as f:  # memory-mapped reads
+                for name in names:
+                    ours = rename(name) if rename else name
+                    if ours is None:
+                        continue
+                    state[ours] = f.get_tensor(name)
+                    origin[ours] = file
+        except (SafetensorError, OSError) as exc:
+            raise CheckpointError(f"{file}: cannot read tensors: {exc}") from None
+    return state, origin
+
+
+def build_model(cfg: ModelConfig, state: dict[str, torch.Tensor], origin: dict[str, Path],
+                device: torch.device, dtype: torch.dtype) -> DiffusionTransformer:
+    with torch.device("meta"):
+        model = DiffusionTransformer(cfg)
+    expected = model.state_dict()
+    if cfg.tie_word_embeddings:
+        expected.pop("lm_head.weight", None)
+        state.pop("lm_head.weight", None)
+    missing = [n for n in expected if n not in state]
+    if missing:
+        raise CheckpointError(f"checkpoint is missing tensor {missing[0]!r}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+    unexpected = [n for n in state if n not in expected]
+    if unexpected:
+        raise CheckpointError(f"{origin[unexpected[0]]}: unexpected tensor {unexpected[0]!r}")
+    for name, want in expected.items():
+        got = state[name]
+        if tuple(got.shape) != tuple(want.shape):
+            raise CheckpointError(f"{origin[name]}: tensor {name!r} has shape {tuple(got.shape)}, config expects {tuple(want.shape)}")
+        if not got.is_floating_point():
+            raise CheckpointError(f"{origin[name]}: tensor {name!r} has dtype {got.dtype}, expected floating point")
+        state[name] = got.to(device=device, dtype=dtype)
+    model.load_state_dict(state, strict=False, assign=True)
+    if cfg.tie_word_embeddings:
+        model.lm_head.weight = model.model.embed_tokens.weight
+    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float64) / cfg.head_dim))
+    model.inv_freq = inv_freq.float().to(device)
+    return model.eval()
+
+
+def load(model: str | None, device: str | torch.device = "cpu", dtype: torch.dtype | None = None) -> LoadedModel:
+    path = resolve_model_path(model)
+    device = torch.device(device)
+    if dtype is None:
+        dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
+    cfg, raw = read_config(path)
+    rename = None
+    if "dllm_lsp_config" not in raw:
+        from .families import renamer_for
+
+        rename = renamer_for(raw, cfg)
+    state, origin = load_state(path, rename)
+    net = build_model(cfg, state, origin, device, dtype)
+    tok_file = path / "tokenizer.json"
+    tokenizer = TextTokenizer(tok_file) if tok_file.exists() else None
+    name = "default" if path == DEFAULT_MODEL_DIR else path.name
+    return LoadedModel(model=net, config=cfg, tokenizer=tokenizer, path=path, name=name)
+
+
+def save_native(model: DiffusionTransformer, out: Path, dtype: torch.dtype = torch.bfloat16) -> None:
+    """Write config.json + model.safetensors (tied head stored once)."""
+    out.mkdir(parents=True, exist_ok=True)
+    model.config.save(out / "config.json")
+    state = {k: v.detach().to(dtype).contiguous() for k, v in model.state_dict().items()}
+    if model.config.tie_word_embeddings:
+        state.pop("lm_head.weight", None)
+    save_file(state, str(out / SINGLE_FILE), metadata={"format": "pt"})

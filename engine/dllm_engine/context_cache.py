@@ -1,0 +1,131 @@
+"""The context KV cache: exact for the native layout, reused by token-prefix match.
+
+A keystroke at the cursor appends to the prefix, which is the end of the
+native context sequence (`<suf> suffix <pre> prefix`), so the next request's
+context shares a long token prefix with the last one: only the tail after the
+longest common prefix is encoded. Entries are bounded by bytes, evicted LRU.
+
+Entries are never written in place below their length, so a request still
+running on an older entry's K/V never sees them change; a pure append may
+extend an entry's buffer in place (the common typing case, no copy).
+
+For fully bidirectional checkpoints the context depends on the canvas, so no
+exact cache exists; `dllm_engine.families` refreshes an approximate one on a
+schedule instead (the `ContextEncoder` hook in runner.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import torch
+
+
+@dataclass
+class CacheEntry:
+    ids: torch.Tensor  # [T] int64 on CPU, the context tokens
+    buf: torch.Tensor  # [layers, 2, Hkv, capacity, D]
+    length: int
+
+    @property
+    def kv(self) -> torch.Tensor:
+        return self.buf[:, :, :, : self.length]
+
+    @property
+    def nbytes(self) -> int:
+        return self.buf.numel() * self.buf.element_size()
+
+
+@dataclass
+class CacheStats:
+    lookups: int = 0
+    hits: int = 0  # lookups that reused at least one token
+    tokens_requested: int = 0
+    tokens_reused: int = 0
+
+    @property
+    def hit_rate(self) -> float:
+        return self.tokens_reused / self.tokens_requested if self.tokens_requested else 0.0
+
+
+def common_prefix_len(a: torch.Tensor, b: torch.Tensor) -> int:
+    n = min(a.numel(), b.numel())
+    if n == 0:
+        return 0
+    diff = (a[:n] != b[:n]).nonzero()
+    return int(diff[0]) if diff.numel() else n
+
+
+class PrefixCache:
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[int, CacheEntry] = OrderedDict()
+        self._next_key = 0
+        self._lock = threading.Lock()
+        self.stats = CacheStats()
+
+    @property
+    def nbytes(self) -> int:
+        return sum(e.nbytes for e in self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def lookup(self, ids: torch.Tensor) -> tuple[int | None, CacheEntry | None, int]:
+        """(key, entry, reusable length) for the entry sharing the longest token prefix with `ids`."""
+        with self._lock:
+            best_key, best, best_len = None, None, 0
+            for key, entry in self._entries.items():
+                n = common_prefix_len(entry.ids, ids)
+                if n > best_len:
+                    best_key, best, best_len = key, entry, n
+            # Keep at least one token to encode: its hidden state is not cached.
+            best_len = min(best_len, ids.numel() - 1) if ids.numel() else 0
+            self.stats.lookups += 1
+            self.stats.tokens_requested += int(ids.numel())
+            if best is not None and best_len > 0:
+                self.stats.hits += 1
+                self.stats.tokens_reused += best_len
+                self._entries.move_to_end(best_key)
+                return best_key, best, best_len
+            return None, None, 0
+
+    def store(self, ids: torch.Tensor, base_key: int | None, reuse: int, new_kv: torch.Tensor) -> CacheEntry:
+        """Record the context `ids` whose first `reuse` tokens came from entry `base_key`.
+
+        `new_kv` [layers, 2, Hkv, n_new, D] holds the K/V of the encoded tail.
+        """
+        with self._lock:
+            base = self._entries.get(base_key) if base_key is not None else None
+            total = reuse + new_kv.shape[3]
+            if base is not None and reuse == base.length and total <= base.buf.shape[3]:
+                # Pure append into spare capacity: nothing below `length` changes.
+                base.buf[:, :, :, reuse:total] = new_kv
+                base.length = total
+                base.ids = ids.clone()
+                self._entries.move_to_end(base_key)
+                return base
+            layers, two, hkv, _, d = new_kv.shape
+            capacity = max(total + 64, int(total * 1.25))  # headroom for the next keystrokes
+            buf = new_kv.new_empty(layers, two, hkv, capacity, d)
+            if reuse:
+                buf[:, :, :, :reuse] = base.buf[:, :, :, :reuse]
+            buf[:, :, :, reuse:total] = new_kv
+            entry = CacheEntry(ids=ids.clone(), buf=buf, length=total)
+            if base is not None and reuse == base.length:
+                del self._entries[base_key]  # superseded by its own extension
+            key = self._next_key
+            self._next_key += 1
+            self._entries[key] = entry
+            self._evict()
+            return entry
+
+    def _evict(self) -> None:
+        while len(self._entries) > 1 and self.nbytes > self.max_bytes:
+            self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()

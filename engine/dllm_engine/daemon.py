@@ -1,0 +1,301 @@
+"""The engine daemon: one resident engine served over HTTP (starlette + uvicorn).
+
+Unix socket by default (mode 0600, under $XDG_RUNTIME_DIR), TCP only when
+asked and then only with a bearer token. Endpoints:
+
+- POST /v1/infill       native: several holes, diffusion parameters, per-pass stats;
+                        `"stream": true` sends server-sent events (`canvas`, then `result`)
+- POST /v1/completions  OpenAI-compatible fill-in-the-middle (`prompt` + `suffix`)
+- GET  /health          200 when ready, 503 while the model loads
+- GET  /metrics         queue depth, passes/s, tokens per pass, cache hit rate
+
+A client that disconnects has its request cancelled in the engine.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import secrets
+import socket
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from .protocol import (
+    DiffusionParams,
+    EngineBusy,
+    Hole,
+    InfillRequest,
+    ProtocolError,
+    RequestCancelled,
+)
+
+log = logging.getLogger("dllm_engine.daemon")
+
+
+class EngineHost:
+    """Loads the engine in the background and tracks activity for the idle exit."""
+
+    def __init__(self, engine_factory) -> None:
+        self._factory = engine_factory
+        self.engine = None
+        self.error: str | None = None
+        self.last_activity = time.monotonic()
+        self.in_flight = 0
+        self._thread = threading.Thread(target=self._load, name="dllm-engine-load", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _load(self) -> None:
+        try:
+            self.engine = self._factory()
+        except Exception as exc:  # reported through /health, never a crash loop
+            log.exception("engine failed to load")
+            self.error = f"{type(exc).__name__}: {exc}"
+
+
+def _error(status: int, message: str) -> JSONResponse:
+    return JSONResponse({"error": message, "status": status}, status_code=status)
+
+
+def _status_for(exc: Exception) -> int:
+    if isinstance(exc, ProtocolError):
+        return 400
+    if isinstance(exc, EngineBusy):
+        return 429
+    if isinstance(exc, RequestCancelled):
+        return 499
+    return 500
+
+
+async def _json_body(request: Request) -> Any:
+    try:
+        return await request.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        raise ProtocolError("request body is not valid JSON") from None
+
+
+async def _await_or_cancel(request: Request, handle) -> Any:
+    """Wait for the engine; cancel the engine request if the client goes away."""
+    fut = asyncio.wrap_future(handle.future)
+    while True:
+        done, _ = await asyncio.wait({fut}, timeout=0.05)
+        if done:
+            return fut.result()
+        if await request.is_disconnected():
+            handle.cancel()
+            raise RequestCancelled("client disconnected")
+
+
+def build_app(host: EngineHost, token: str | None = None) -> Starlette:
+    def ready_engine():
+        if host.engine is None:
+            raise _NotReady(host.error or "model loading")
+        return host.engine
+
+    def authorized(request: Request) -> bool:
+        if not token:
+            return True
+        given = request.headers.get("authorization", "")
+        return secrets.compare_digest(given, f"Bearer {token}")
+
+    async def guarded(request: Request, handler) -> Response:
+        if not authorized(request):
+            return _error(401, "missing or wrong bearer token")
+        host.last_activity = time.monotonic()
+        host.in_flight += 1
+        try:
+            return await handler(request)
+        except _NotReady as exc:
+            return _error(503, str(exc))
+        except (ProtocolError, EngineBusy, RequestCancelled) as exc:
+            return _error(_status_for(exc), str(exc))
+        finally:
+            host.in_flight -= 1
+            host.last_activity = time.monotonic()
+
+    async def infill(request: Request) -> Response:
+        req = InfillRequest.from_dict(await _json_body(request))
+        engine = ready_engine()
+        if not req.stream:
+            handle = engine.submit(req)
+            result = await _await_or_cancel(request, handle)
+            return JSONResponse(result.to_dict())
+        return _stream(request, engine, req)
+
+    async def completions(request: Request) -> Response:
+        body = await _json_body(request)
+        req = _fim_request(body)
+        engine = ready_engine()
+        handle = engine.submit(req)
+        result = await _await_or_cancel(request, handle)
+        hole = result.holes[0]
+        prompt_tokens = result.context_tokens
+        return JSONResponse({
+            "id": f"cmpl-{req.request_id}",
+            "object": "text_completion",
+            "created": int(time.time()),
+            "model": result.model,
+            "choices": [{"index": 0, "text": hole.text, "logprobs": None,
+                         "finish_reason": "length" if hole.finish_reason == "max_tokens" else "stop"}],
+            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": hole.tokens,
+                      "total_tokens": prompt_tokens + hole.tokens},
+        })
+
+    async def health(request: Request) -> Response:
+        if not authorized(request):
+            return _error(401, "missing or wrong bearer token")
+        if host.engine is None:
+            state = "error" if host.error else "loading"
+            return JSONResponse({"status": state, "error": host.error}, status_code=503)
+        return JSONResponse(host.engine.health())
+
+    async def metrics(request: Request) -> Response:
+        return JSONResponse(ready_engine().health())
+
+    def endpoint(handler):
+        async def run(request: Request) -> Response:
+            return await guarded(request, handler)
+
+        return run
+
+    routes = [
+        Route("/v1/infill", endpoint(infill), methods=["POST"]),
+        Route("/v1/completions", endpoint(completions), methods=["POST"]),
+        Route("/health", health, methods=["GET"]),
+        Route("/metrics", endpoint(metrics), methods=["GET"]),
+    ]
+    return Starlette(routes=routes)
+
+
+class _NotReady(RuntimeError):
+    pass
+
+
+def _fim_request(body: Any) -> InfillRequest:
+    if not isinstance(body, dict):
+        raise ProtocolError("request body must be a JSON object")
+    prompt = body.get("prompt")
+    if isinstance(prompt, list) and len(prompt) == 1:
+        prompt = prompt[0]
+    if not isinstance(prompt, str):
+        raise ProtocolError("'prompt' must be a string")
+    try:
+        params = DiffusionParams(
+            temperature=float(body.get("temperature") or 0.0),
+            top_p=float(body.get("top_p") or 1.0),
+            seed=int(body.get("seed") or 0),
+        )
+        hole = Hole(prefix=prompt, suffix=body.get("suffix") or "", max_tokens=int(body.get("max_tokens") or 64))
+    except (TypeError, ValueError) as exc:
+        raise ProtocolError(f"bad completion parameters: {exc}") from None
+    if body.get("n", 1) != 1 or body.get("stream"):
+        raise ProtocolError("only n=1 without streaming is supported on /v1/completions; use /v1/infill to stream")
+    req = InfillRequest(holes=[hole], params=params, request_id=uuid.uuid4().hex)
+    req.validate()
+    return req
+
+
+def _sse(event: str, payload: dict) -> bytes:
+    return f"event: {event}\ndata: {json.dumps(payload)}\n\n".encode()
+
+
+def _stream(request: Request, engine, req: InfillRequest) -> StreamingResponse:
+    loop = asyncio.get_running_loop()
+    queue: asyncio.Queue = asyncio.Queue()
+
+    def on_event(ev) -> None:  # engine thread -> event loop
+        loop.call_soon_threadsafe(queue.put_nowait, ("canvas", ev.__dict__))
+
+    handle = engine.submit(req, on_event=on_event)
+    handle.future.add_done_callback(lambda f: loop.call_soon_threadsafe(queue.put_nowait, ("done", None)))
+
+    async def events():
+        try:
+            while True:
+                kind, payload = await queue.get()
+                if kind == "canvas":
+                    yield _sse("canvas", payload)
+                    continue
+                exc = handle.future.exception()
+                if exc is None:
+                    yield _sse("result", handle.future.result().to_dict())
+                else:
+                    yield _sse("error", {"error": str(exc), "status": _status_for(exc)})
+                return
+        finally:
+            if not handle.future.done():
+                handle.cancel()  # the client went away mid-stream
+
+    return StreamingResponse(events(), media_type="text/event-stream")
+
+
+def bind_unix_socket(path: Path) -> socket.socket:
+    """Bind `path` with mode 0600 from the start (no window where others could connect)."""
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if path.exists():
+        probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            probe.connect(str(path))
+        except OSError:
+            path.unlink()  # a stale socket from a daemon that died
+        else:
+            raise SystemExit(f"an engine daemon is already listening on {path}")
+        finally:
+            probe.close()
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    finally:
+        os.umask(old)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    return sock
+
+
+def serve(engine_factory, socket_path: Path | None, host: str | None, port: int | None,
+          token: str | None, idle_exit_s: float | None) -> int:
+    import uvicorn
+
+    if socket_path is None and not token:
+        raise SystemExit("refusing to listen on TCP without --token (or DLLM_LSP_TOKEN)")
+    engine_host = EngineHost(engine_factory)
+    engine_host.start()
+    app = build_app(engine_host, token)
+    sockets = [bind_unix_socket(socket_path)] if socket_path is not None else None
+    config = uvicorn.Config(app, host=host or "127.0.0.1", port=port or 8765, log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+
+    async def watch_idle():
+        while not server.should_exit:
+            await asyncio.sleep(0.5)
+            idle = time.monotonic() - engine_host.last_activity
+            if idle_exit_s and engine_host.in_flight == 0 and idle > idle_exit_s:
+                log.info("idle for %.0fs, exiting", idle)
+                server.should_exit = True
+
+    async def main():
+        watcher = asyncio.create_task(watch_idle())
+        try:
+            await server.serve(sockets=sockets)
+        finally:
+            watcher.cancel()
+            if engine_host.engine is not None:
+                engine_host.engine.shutdown()
+
+    asyncio.run(main())
+    if socket_path is not None and socket_path.exists():
+        socket_path.unlink()
+    return 0

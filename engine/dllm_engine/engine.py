@@ -1,0 +1,359 @@
+"""The resident engine: schedule -> run the model -> denoise -> commit, in one thread.
+
+```python
+engine = Engine(EngineConfig())            # the embedded default model
+result = engine.infill(InfillRequest(holes=[Hole(prefix, suffix)]))
+handle = engine.submit(request)             # handle.future, handle.cancel()
+```
+
+The engine thread owns the model; callers on any thread submit requests and
+get a `concurrent.futures.Future`. Cancellation and deadlines are checked
+between passes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import torch
+
+from .checkpoint import load
+from .denoise import SpecialIds, denoise_pass
+from .metrics import EngineMetrics
+from .protocol import (
+    MASK_GLYPH,
+    CanvasEvent,
+    HoleResult,
+    InfillRequest,
+    InfillResult,
+    ProtocolError,
+    RequestCancelled,
+)
+from .runner import ModelRunner
+from .scheduler import ActiveHole, RequestState, Scheduler
+
+log = logging.getLogger("dllm_engine")
+
+
+@dataclass
+class EngineConfig:
+    model: str | None = None  # folder or HF repo id; None: the embedded default model
+    device: str = "auto"  # auto: cuda when available, else cpu
+    dtype: str = "auto"  # auto: bf16 on cuda, fp32 on cpu
+    max_batch: int = 32  # canvases per pass
+    max_queue: int = 256  # waiting requests before EngineBusy
+    cache_mb: int = 512  # context KV cache budget
+    threads: int | None = None  # torch CPU threads (None: torch's default)
+    buckets: tuple[int, ...] = (8, 16, 32, 64, 128)
+
+    def __post_init__(self) -> None:
+        if self.device == "auto":
+            self.device = "cuda" if torch.cuda.is_available() else "cpu"
+        if self.dtype == "auto":
+            self.dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
+        if self.dtype not in ("float32", "bfloat16", "float16"):
+            raise ValueError(f"dtype must be float32, bfloat16 or float16, got {self.dtype!r}")
+        if self.max_batch < 1 or self.max_queue < 1:
+            raise ValueError("max_batch and max_queue must be at least 1")
+        self.buckets = tuple(sorted(self.buckets))
+
+
+@dataclass
+class RequestHandle:
+    request_id: str
+    future: Future
+    _state: RequestState = field(repr=False)
+    _engine: "Engine" = field(repr=False)
+
+    def cancel(self) -> None:
+        self._state.cancelled.set()
+        self._engine._wake()
+
+    def result(self, timeout: float | None = None) -> InfillResult:
+        return self.future.result(timeout)
+
+
+class Engine:
+    def __init__(self, config: EngineConfig | None = None) -> None:
+        self.config = config or EngineConfig()
+        if self.config.threads:
+            torch.set_num_threads(self.config.threads)
+        t0 = time.perf_counter()
+        self.loaded = load(self.config.model, self.config.device, getattr(torch, self.config.dtype))
+        if self.loaded.tokenizer is None:
+            raise ProtocolError(f"{self.loaded.path}: no tokenizer.json; the engine needs one to infill text")
+        self.load_seconds = time.perf_counter() - t0
+        cfg = self.loaded.config
+        self.tokenizer = self.loaded.tokenizer
+        self.runner = ModelRunner(self.loaded, self.config.cache_mb * 2**20)
+        self.special = SpecialIds(
+            mask=cfg.mask_token_id,
+            end=tuple(sorted({i for i in (cfg.pad_token_id, cfg.eos_token_id) if i >= 0})),
+            banned=tuple(i for i in (cfg.mask_token_id, cfg.suffix_token_id, cfg.prefix_token_id) if i >= 0),
+        )
+        self.scheduler = Scheduler(self.config.max_batch, self.config.max_queue)
+        self.metrics = EngineMetrics()
+        self._cond = threading.Condition()
+        self._stopping = False
+        self._thread = threading.Thread(target=self._loop, name="dllm-engine", daemon=True)
+        self._thread.start()
+
+    # ------------------------------------------------------------ public API
+
+    @property
+    def model_name(self) -> str:
+        return self.loaded.name
+
+    def submit(self, request: InfillRequest, on_event=None) -> RequestHandle:
+        request.validate()
+        state = RequestState(request=request, future=Future(), on_event=on_event)
+        with self._cond:
+            if self._stopping:
+                raise RuntimeError("engine is shut down")
+            self.scheduler.add(state)  # may raise EngineBusy
+            self._cond.notify()
+        return RequestHandle(request.request_id, state.future, state, self)
+
+    def infill(self, request: InfillRequest, timeout: float | None = None) -> InfillResult:
+        return self.submit(request).result(timeout)
+
+    def health(self) -> dict:
+        return {
+            "status": "ok",
+            "model": self.model_name,
+            "device": self.config.device,
+            "dtype": self.config.dtype,
+            "parameters": self.loaded.config.num_params,
+            "load_seconds": round(self.load_seconds, 3),
+            **self.metrics.snapshot(self.scheduler.queue_depth, len(self.scheduler.active), self.runner.cache),
+        }
+
+    def shutdown(self) -> None:
+        with self._cond:
+            self._stopping = True
+            self._cond.notify()
+        self._thread.join(timeout=10)
+
+    def _wake(self) -> None:
+        with self._cond:
+            self._cond.notify()
+
+    # ------------------------------------------------------------ engine loop
+
+    def _loop(self) -> None:
+        torch.set_grad_enabled(False)
+        while True:
+            with self._cond:
+                while not self._stopping and not self.scheduler.active and not self.scheduler.queue_depth:
+                    self._cond.wait(timeout=1.0)
+                if self._stopping:
+                    break
+                admissions = self.scheduler.next_admissions()
+            try:
+                self._drop_cancelled()
+                for state, hole in admissions:
+                    self._admit(state, hole)
+                if self.scheduler.active:
+                    self._step()
+            except Exception as exc:  # never let one bad pass kill the resident engine
+                log.exception("engine pass failed")
+                for active in list(self.scheduler.active):
+                    self._fail(active.state, exc)
+        for state in self.scheduler.waiting_states() + [a.state for a in self.scheduler.active]:
+            self._fail(state, RuntimeError("engine shut down"))
+
+    def _admit(self, state: RequestState, index: int) -> None:
+        if state.future.done():
+            return
+        if state.started is None:
+            state.started = time.monotonic()
+        hole = state.request.holes[index]
+        try:
+            prefix_ids = self.tokenizer.encode(hole.prefix)
+            suffix_ids = self.tokenizer.encode(hole.suffix)
+            ctx = self.runner.encode_context(prefix_ids, suffix_ids, hole.max_tokens)
+        except ProtocolError as exc:
+            self._fail(state, exc)
+            return
+        state.context_tokens += ctx.length
+        state.cached_tokens += ctx.reused
+        self.metrics.context_encoded(ctx.length - ctx.reused)
+        length = hole.bucket or self._bucket_for(hole.max_tokens)
+        length = min(length, hole.max_tokens)
+        params = state.request.params
+        gen = None
+        if params.temperature > 0:
+            gen = torch.Generator(device=self.runner.device).manual_seed(params.seed * 1000003 + index)
+        canvas = torch.full((length,), self.special.mask, dtype=torch.long, device=self.runner.device)
+        self.scheduler.active.append(ActiveHole(
+            state=state, index=index, context=ctx, canvas=canvas, max_tokens=hole.max_tokens,
+            generator=gen, remask_budget=hole.max_tokens if params.remask_below > 0 else 0,
+        ))
+
+    def _bucket_for(self, max_tokens: int) -> int:
+        return min(self.config.buckets[0], max_tokens)
+
+    def _drop_cancelled(self) -> None:
+        now = time.monotonic()
+
+        def expired(s: RequestState) -> bool:
+            return s.cancelled.is_set() or (s.deadline is not None and now >= s.deadline)
+
+        for state in self.scheduler.drop_waiting(expired):
+            self._finish_early(state, now)
+        for active in list(self.scheduler.active):
+            if expired(active.state):
+                self._finish_early(active.state, now)
+
+    def _finish_early(self, state: RequestState, now: float) -> None:
+        if state.cancelled.is_set():
+            self._fail(state, RequestCancelled(f"request {state.request.request_id} cancelled"))
+            return
+        for active in [a for a in self.scheduler.active if a.state is state]:
+            self._finish_hole(active, "deadline")
+        for i in state.pending_holes:
+            state.results[i] = HoleResult(text="", finish_reason="deadline", passes=0, tokens=0)
+        state.pending_holes.clear()
+        self._complete(state)
+
+    # --------------------------------------------------------------- one pass
+
+    def _step(self) -> None:
+        active = self.scheduler.active
+        t0 = time.perf_counter()
+        lengths = torch.tensor([a.canvas.numel() for a in active], device=self.runner.device)
+        width = int(lengths.max())
+        canvases = torch.full((len(active), width), self.special.end[0], dtype=torch.long, device=self.runner.device)
+        for row, a in enumerate(active):
+            canvases[row, : a.canvas.numel()] = a.canvas
+        valid = torch.arange(width, device=self.runner.device)[None] < lengths[:, None]
+        logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths)
+        params = [a.params for a in active]
+        out = denoise_pass(
+            logits, canvases, valid, self.special,
+            threshold=torch.tensor([p.threshold for p in params], device=self.runner.device),
+            temperature=[p.temperature for p in params],
+            top_p=[p.top_p for p in params],
+            confidence_kind=[p.confidence for p in params],
+            generators=[a.generator for a in active],
+        )
+        last_pass = torch.tensor([p.max_passes is not None and a.passes + 1 >= p.max_passes
+                                  for a, p in zip(active, params)], device=self.runner.device)
+        masked = (canvases == self.special.mask) & valid
+        commit = out.commit | (masked & last_pass[:, None])  # the pass cap commits what is left
+        new_canvases = torch.where(commit, out.tokens, canvases)
+        committed = commit.sum(-1).tolist()
+        self.metrics.pass_done(len(active), sum(committed), time.perf_counter() - t0)
+        finished = []
+        for row, a in enumerate(active):
+            a.passes += 1
+            a.committed_per_pass.append(int(committed[row]))
+            a.canvas = new_canvases[row, : a.canvas.numel()].clone()
+            if a.remask_budget > 0:
+                self._remask(a, out.token_prob[row], commit[row])
+            reason = self._advance(a)
+            if reason:
+                finished.append((a, reason))
+            elif a.state.on_event is not None:
+                self._emit(a)
+        for a, reason in finished:
+            self._finish_hole(a, reason)
+            if a.state.done:
+                self._complete(a.state)
+
+    def _remask(self, a: ActiveHole, token_prob: torch.Tensor, just_committed: torch.Tensor) -> None:
+        """Re-mask earlier commits the model now doubts (never this pass's, never past the end)."""
+        n = a.canvas.numel()
+        committed = (a.canvas != self.special.mask) & ~just_committed[:n]
+        for end_id in self.special.end:
+            committed &= a.canvas != end_id
+        doubtful = committed & (token_prob[:n] < a.params.remask_below)
+        idx = doubtful.nonzero().squeeze(-1)[: a.remask_budget]
+        if idx.numel():
+            a.canvas[idx] = self.special.mask
+            a.remask_budget -= idx.numel()
+
+    def _advance(self, a: ActiveHole) -> str | None:
+        """After a pass: end at the first end token, grow a full canvas, or stop. Returns a finish reason."""
+        is_end = torch.zeros_like(a.canvas, dtype=torch.bool)
+        for end_id in self.special.end:
+            is_end |= a.canvas == end_id
+        if is_end.any():
+            first = int(is_end.nonzero()[0])
+            before = a.canvas[:first]
+            if not (before == self.special.mask).any():
+                a.canvas = before.clone()
+                return "end"
+            a.canvas[first + 1:] = self.special.end[0]  # everything after the end is padding
+        still_masked = bool((a.canvas == self.special.mask).any())
+        if still_masked:
+            return None
+        if is_end.any():
+            return "end"
+        n = a.canvas.numel()
+        if n >= a.max_tokens:
+            return "max_tokens"
+        grow = min(n, a.max_tokens - n)  # double, up to max_tokens
+        tail = torch.full((grow,), self.special.mask, dtype=a.canvas.dtype, device=a.canvas.device)
+        a.canvas = torch.cat((a.canvas, tail))
+        return None
+
+    def _fill_tokens(self, a: ActiveHole) -> list[int]:
+        ids = a.canvas.tolist()
+        out = []
+        for t in ids:
+            if t == self.special.mask or t in self.special.end:
+                break
+            out.append(t)
+        return out
+
+    def _emit(self, a: ActiveHole) -> None:
+        ids = a.canvas.tolist()
+        text = "".join(MASK_GLYPH if t == self.special.mask else self.tokenizer.decode([t])
+                       for t in ids if t not in self.special.end)
+        masked = sum(1 for t in ids if t == self.special.mask)
+        try:
+            a.state.on_event(CanvasEvent(a.state.request.request_id, a.index, a.passes, text, masked))
+        except Exception:  # a broken listener must not break the engine
+            log.exception("canvas event listener failed")
+
+    def _finish_hole(self, a: ActiveHole, reason: str) -> None:
+        tokens = self._fill_tokens(a)
+        a.state.results[a.index] = HoleResult(
+            text=self.tokenizer.decode(tokens), finish_reason=reason, passes=a.passes,
+            tokens=len(tokens), committed_per_pass=a.committed_per_pass,
+        )
+        self.scheduler.active.remove(a)
+        self.runner.forget_batch() if not self.scheduler.active else None
+
+    def _complete(self, state: RequestState) -> None:
+        if state.future.done() or not state.done:
+            return
+        now = time.monotonic()
+        result = InfillResult(
+            request_id=state.request.request_id,
+            holes=list(state.results),
+            model=self.model_name,
+            elapsed_ms=(now - state.submitted) * 1000,
+            queued_ms=((state.started or now) - state.submitted) * 1000,
+            context_tokens=state.context_tokens,
+            cached_tokens=state.cached_tokens,
+        )
+        self.metrics.request_done(result)
+        state.future.set_result(result)
+
+    def _fail(self, state: RequestState, exc: Exception) -> None:
+        self.scheduler.active[:] = [a for a in self.scheduler.active if a.state is not state]
+        self.scheduler.drop_waiting(lambda s: s is state)
+        state.pending_holes.clear()
+        if not state.future.done():
+            state.future.set_exception(exc)
+
+
+def default_threads() -> int:
+    return max(1, min(4, os.cpu_count() or 1))

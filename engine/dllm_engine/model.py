@@ -1,0 +1,138 @@
+"""One compact transformer for every diffusion checkpoint the engine runs.
+
+RMSNorm, RoPE (theta from the config), SwiGLU, grouped-query attention,
+optional q/k/v bias, optional per-head q/k RMSNorm, tied or untied head.
+Module names follow the Qwen2 layout (`model.layers.{i}.self_attn.q_proj`, ...)
+so Qwen2/Qwen3-based checkpoints load by name; other families are renamed by
+their loader.
+
+The forward is layout-agnostic: callers pass positions, an attention mask and
+optionally past keys/values; `dllm_engine.layout` builds those for the native,
+bidirectional and block layouts.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+
+from . import ops
+from .model_config import ModelConfig
+
+# Past keys/values: one (k, v) per layer, each [B, Hkv, T, D].
+KV = list[tuple[torch.Tensor, torch.Tensor]]
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, dim: int, eps: float) -> None:
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(dim))
+        self.eps = eps
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return ops.rms_norm(x, self.weight, self.eps)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.h, self.kv, self.d = cfg.num_heads, cfg.num_kv_heads, cfg.head_dim
+        self.q_proj = nn.Linear(cfg.hidden_size, self.h * self.d, bias=cfg.qkv_bias)
+        self.k_proj = nn.Linear(cfg.hidden_size, self.kv * self.d, bias=cfg.qkv_bias)
+        self.v_proj = nn.Linear(cfg.hidden_size, self.kv * self.d, bias=cfg.qkv_bias)
+        self.o_proj = nn.Linear(self.h * self.d, cfg.hidden_size, bias=False)
+        if cfg.qk_norm:
+            self.q_norm = RMSNorm(self.d, cfg.rms_norm_eps)
+            self.k_norm = RMSNorm(self.d, cfg.rms_norm_eps)
+        else:
+            self.q_norm = self.k_norm = None
+
+    def forward(self, x, cos, sin, mask, past):
+        b, s, _ = x.shape
+        q = self.q_proj(x).view(b, s, self.h, self.d)
+        k = self.k_proj(x).view(b, s, self.kv, self.d)
+        v = self.v_proj(x).view(b, s, self.kv, self.d)
+        if self.q_norm is not None:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B, H, S, D]
+        q, k = ops.apply_rope(q, cos, sin), ops.apply_rope(k, cos, sin)
+        new_kv = (k, v)
+        if past is not None:
+            k = torch.cat((past[0], k), dim=2)
+            v = torch.cat((past[1], v), dim=2)
+        out = ops.attention(q, k, v, mask)  # [B, H, S, D]
+        return self.o_proj(out.transpose(1, 2).reshape(b, s, self.h * self.d)), new_kv
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+
+    def forward(self, x):
+        return self.down_proj(ops.swiglu(self.gate_proj(x), self.up_proj(x)))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.self_attn = Attention(cfg)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.mlp = MLP(cfg)
+
+    def forward(self, x, cos, sin, mask, past):
+        attn, new_kv = self.self_attn(self.input_layernorm(x), cos, sin, mask, past)
+        x = x + attn
+        return x + self.mlp(self.post_attention_layernorm(x)), new_kv
+
+
+class Backbone(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.embed_tokens = nn.Embedding(cfg.vocab_size, cfg.hidden_size)
+        self.layers = nn.ModuleList(Block(cfg) for _ in range(cfg.num_layers))
+        self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+
+
+class DiffusionTransformer(nn.Module):
+    def __init__(self, cfg: ModelConfig) -> None:
+        super().__init__()
+        self.config = cfg
+        self.model = Backbone(cfg)
+        self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
+        if cfg.tie_word_embeddings:
+            self.lm_head.weight = self.model.embed_tokens.weight
+        inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float64) / cfg.head_dim))
+        self.register_buffer("inv_freq", inv_freq.float(), persistent=False)
+
+    def rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """cos/sin [B, 1, S, D] for integer positions [B, S] (computed in float32)."""
+        freqs = positions.float()[..., None] * self.inv_freq  # [B, S, D/2]
+        emb = torch.cat((freqs, freqs), dim=-1)[:, None]
+        return emb.cos(), emb.sin()
+
+    def forward(
+        self,
+        ids: torch.Tensor,  # [B, S]
+        positions: torch.Tensor,  # [B, S]
+        mask: torch.Tensor | None = None,  # bool [B|1, 1, S, P+S], True = may attend
+        past: KV | None = None,
+        return_kv: bool = False,
+        logits_slice: slice | None = None,
+    ) -> tuple[torch.Tensor, KV | None]:
+        """Logits [B, S', V] for the rows in `logits_slice` (all by default), plus the new tokens' K/V."""
+        x = self.model.embed_tokens(ids)
+        cos, sin = self.rope(positions)
+        cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+        new_kv: KV = []
+        for i, layer in enumerate(self.model.layers):
+            x, kv = layer(x, cos, sin, mask, past[i] if past is not None else None)
+            if return_kv:
+                new_kv.append(kv)
+        if logits_slice is not None:
+            x = x[:, logits_slice]
+        logits = self.lm_head(self.model.norm(x)) if x.shape[1] else x.new_zeros(x.shape[0], 0, self.config.vocab_size)
+        return logits, (new_kv if return_kv else None)

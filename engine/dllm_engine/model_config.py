@@ -1,0 +1,85 @@
+"""ModelConfig: one dataclass that describes every transformer the engine runs.
+
+The native dllm-lsp model and the public checkpoints (LLaDA, Dream, CoDA, ...)
+differ only in options here, not in code: q/k/v bias, per-head q/k norm, tied
+head, same-position or shifted logits, and how attention is laid out.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Literal
+
+# native: context causal in suffix-then-prefix order, canvas bidirectional over
+#         context + canvas, context never sees the canvas (exact context cache).
+# bidirectional: every token sees every token (LLaDA, Dream, CoDA).
+# block: causal between blocks, bidirectional inside a block (SDAR, Fast-dLLM v2).
+AttentionLayout = Literal["native", "bidirectional", "block"]
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be loaded; the message names the file and the tensor."""
+
+
+@dataclass
+class ModelConfig:
+    vocab_size: int
+    hidden_size: int
+    num_layers: int
+    num_heads: int
+    num_kv_heads: int
+    intermediate_size: int
+    head_dim: int = 0  # 0: hidden_size // num_heads
+    rope_theta: float = 10000.0
+    rms_norm_eps: float = 1e-6
+    max_position_embeddings: int = 4096
+    qkv_bias: bool = False
+    qk_norm: bool = False
+    tie_word_embeddings: bool = True
+    # Shifted logits: the prediction for position i comes from hidden state i-1 (Dream, CoDA).
+    logits_shift: bool = False
+    attention: AttentionLayout = "native"
+    block_size: int = 0  # for attention == "block"
+    family: str = "native"
+    # Special token ids, read from the checkpoint (never literals in code).
+    mask_token_id: int = -1
+    pad_token_id: int = -1
+    eos_token_id: int = -1
+    # Native layout markers: <suf> suffix <pre> prefix canvas.
+    suffix_token_id: int = -1
+    prefix_token_id: int = -1
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.head_dim == 0:
+            if self.hidden_size % self.num_heads:
+                raise CheckpointError(f"hidden_size {self.hidden_size} not divisible by num_heads {self.num_heads}")
+            self.head_dim = self.hidden_size // self.num_heads
+        if self.num_heads % self.num_kv_heads:
+            raise CheckpointError(f"num_heads {self.num_heads} not a multiple of num_kv_heads {self.num_kv_heads}")
+        if self.attention not in ("native", "bidirectional", "block"):
+            raise CheckpointError(f"unknown attention layout {self.attention!r}")
+        if self.attention == "block" and self.block_size <= 0:
+            raise CheckpointError("attention 'block' needs block_size > 0")
+        if self.mask_token_id < 0:
+            raise CheckpointError("config has no mask_token_id")
+
+    @property
+    def num_params(self) -> int:
+        d, h, kv, hd, f, v, n = (self.hidden_size, self.num_heads, self.num_kv_heads, self.head_dim,
+                                 self.intermediate_size, self.vocab_size, self.num_layers)
+        per_layer = d * hd * (h + 2 * kv) + h * hd * d + 3 * d * f + 2 * d
+        return n * per_layer + v * d * (1 if self.tie_word_embeddings else 2) + d
+
+    def to_json(self) -> dict[str, Any]:
+        return {"dllm_lsp_config": asdict(self)}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ModelConfig":
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(self.to_json(), indent=2) + "\n")

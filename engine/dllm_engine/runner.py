@@ -1,0 +1,101 @@
+"""The model runner: owns the device, the weights and the context cache.
+
+Tensors in, logits out; no scheduling policy here. Two operations:
+- `encode_context(prefix_ids, suffix_ids)`: the native context (`<suf> suffix
+  <pre> prefix`) encoded causally, reusing the longest cached token prefix;
+- `canvas_logits(contexts, canvases)`: one batched forward of every active
+  canvas over its own cached context (variable context lengths, padded).
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import torch
+
+from .checkpoint import LoadedModel
+from .context_cache import PrefixCache
+from .layout import causal_mask, native_context_ids
+from .protocol import ProtocolError
+
+
+@dataclass
+class EncodedContext:
+    kv: torch.Tensor  # [layers, 2, Hkv, T, D], a view that never changes under us
+    length: int
+    reused: int  # tokens served by the cache
+    serial: int = field(default_factory=itertools.count().__next__)  # identity for batch re-use
+
+
+class ModelRunner:
+    def __init__(self, loaded: LoadedModel, cache_bytes: int) -> None:
+        self.loaded = loaded
+        self.model = loaded.model
+        self.config = loaded.config
+        if self.config.attention != "native":
+            # Bidirectional and block families plug in their own context encoder
+            # (dllm_engine.families); the native path below is exact.
+            raise ProtocolError(f"attention layout {self.config.attention!r} needs a family runner")
+        self.device = next(self.model.parameters()).device
+        self.cache = PrefixCache(cache_bytes)
+        self._batch_key: tuple | None = None
+        self._batch_kv: list[tuple[torch.Tensor, torch.Tensor]] = []
+        self._batch_lens: torch.Tensor | None = None
+
+    @property
+    def window(self) -> int:
+        return self.config.max_position_embeddings
+
+    @torch.inference_mode()
+    def encode_context(self, prefix_ids: list[int], suffix_ids: list[int], canvas_room: int) -> EncodedContext:
+        ids_list = native_context_ids(prefix_ids, suffix_ids, self.config)
+        if len(ids_list) + canvas_room > self.window:
+            raise ProtocolError(
+                f"context of {len(ids_list)} tokens plus a {canvas_room}-token fill exceeds the model's "
+                f"window of {self.window} tokens; trim the prefix/suffix to a budget first"
+            )
+        ids = torch.tensor(ids_list, dtype=torch.long)
+        key, entry, reuse = self.cache.lookup(ids)
+        past = None
+        if reuse:
+            kv = entry.buf[:, :, :, :reuse]
+            past = [(kv[i, 0][None], kv[i, 1][None]) for i in range(kv.shape[0])]
+        tail = ids[reuse:].to(self.device)[None]
+        positions = torch.arange(reuse, ids.numel(), device=self.device)[None]
+        mask = causal_mask(reuse, tail.shape[1], self.device)
+        _, new_kv = self.model(tail, positions, mask=mask, past=past, return_kv=True, logits_slice=slice(0, 0))
+        new = torch.stack([torch.stack((k[0], v[0])) for k, v in new_kv])  # [layers, 2, Hkv, n, D]
+        stored = self.cache.store(ids, key, reuse, new)
+        return EncodedContext(kv=stored.buf[:, :, :, : ids.numel()], length=ids.numel(), reused=reuse)
+
+    def _stack_contexts(self, contexts: list[EncodedContext]) -> None:
+        """Pad every context's K/V to the longest, once per batch composition."""
+        key = tuple(c.serial for c in contexts)
+        if key == self._batch_key:
+            return
+        t_max = max(c.length for c in contexts)
+        layers, _, hkv, _, d = contexts[0].kv.shape
+        stacked = contexts[0].kv.new_zeros(layers, 2, len(contexts), hkv, t_max, d)
+        for row, ctx in enumerate(contexts):
+            stacked[:, :, row, :, : ctx.length] = ctx.kv
+        self._batch_kv = [(stacked[i, 0], stacked[i, 1]) for i in range(layers)]
+        self._batch_lens = torch.tensor([c.length for c in contexts], device=self.device)
+        self._batch_key = key
+
+    @torch.inference_mode()
+    def canvas_logits(self, contexts: list[EncodedContext], canvases: torch.Tensor, canvas_lens: torch.Tensor) -> torch.Tensor:
+        """Logits [B, L, V] for canvases [B, L] (rows padded past canvas_lens[b])."""
+        self._stack_contexts(contexts)
+        b, length = canvases.shape
+        ctx_lens = self._batch_lens
+        t_max = self._batch_kv[0][0].shape[2]
+        positions = ctx_lens[:, None] + torch.arange(length, device=self.device)[None]
+        cols_ctx = torch.arange(t_max, device=self.device)[None] < ctx_lens[:, None]
+        cols_canvas = torch.arange(length, device=self.device)[None] < canvas_lens[:, None]
+        mask = torch.cat((cols_ctx, cols_canvas), dim=1)[:, None, None, :]  # [B, 1, 1, Tmax+L]
+        logits, _ = self.model(canvases, positions, mask=mask, past=self._batch_kv)
+        return logits
+
+    def forget_batch(self) -> None:
+        self._batch_key, self._batch_kv, self._batch_lens = None, [], None

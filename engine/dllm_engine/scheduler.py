@@ -1,0 +1,116 @@
+"""Request state and the scheduling policy: who joins the next denoising pass.
+
+Continuous batching at pass granularity: holes join and leave between passes;
+interactive requests are admitted before batch requests (and may use a few
+slots beyond `max_batch`, so a keystroke never waits behind a refactor); the
+waiting queue is bounded and answers `EngineBusy` rather than growing.
+"""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from .protocol import CanvasEvent, EngineBusy, HoleResult, InfillRequest
+from .runner import EncodedContext
+
+INTERACTIVE_EXTRA_SLOTS = 8
+
+
+@dataclass
+class RequestState:
+    request: InfillRequest
+    future: Future
+    on_event: Callable[[CanvasEvent], None] | None
+    submitted: float = field(default_factory=time.monotonic)
+    started: float | None = None
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    results: list[HoleResult | None] = field(default_factory=list)
+    pending_holes: list[int] = field(default_factory=list)  # not yet admitted
+    context_tokens: int = 0
+    cached_tokens: int = 0
+
+    def __post_init__(self) -> None:
+        self.results = [None] * len(self.request.holes)
+        self.pending_holes = list(range(len(self.request.holes)))
+
+    @property
+    def deadline(self) -> float | None:
+        d = self.request.deadline_s
+        return self.submitted + d if d is not None else None
+
+    @property
+    def done(self) -> bool:
+        return all(r is not None for r in self.results)
+
+
+@dataclass
+class ActiveHole:
+    """One canvas being denoised (nano-vllm's Sequence)."""
+
+    state: RequestState
+    index: int
+    context: EncodedContext
+    canvas: torch.Tensor  # [L] token ids, mask where not yet committed
+    max_tokens: int
+    generator: torch.Generator | None
+    passes: int = 0
+    committed_per_pass: list[int] = field(default_factory=list)
+    remask_budget: int = 0
+
+    @property
+    def params(self):
+        return self.state.request.params
+
+
+class Scheduler:
+    def __init__(self, max_batch: int, max_queue: int) -> None:
+        self.max_batch = max_batch
+        self.max_queue = max_queue
+        self._waiting: list[tuple[int, int, RequestState]] = []  # heap of (priority, seq, state)
+        self._seq = itertools.count()
+        self.active: list[ActiveHole] = []
+
+    @property
+    def queue_depth(self) -> int:
+        return len(self._waiting)
+
+    def add(self, state: RequestState) -> None:
+        if len(self._waiting) >= self.max_queue:
+            raise EngineBusy(f"engine busy: {len(self._waiting)} requests waiting (max_queue {self.max_queue})")
+        rank = 0 if state.request.priority == "interactive" else 1
+        heapq.heappush(self._waiting, (rank, next(self._seq), state))
+
+    def next_admissions(self) -> list[tuple[RequestState, int]]:
+        """(request, hole index) pairs that may join the next pass, best first."""
+        picked = []
+        n_active = len(self.active)
+        while self._waiting:
+            rank, _, state = self._waiting[0]
+            limit = self.max_batch + (INTERACTIVE_EXTRA_SLOTS if rank == 0 else 0)
+            if n_active >= limit:
+                break
+            hole = state.pending_holes.pop(0)
+            picked.append((state, hole))
+            n_active += 1
+            if not state.pending_holes:
+                heapq.heappop(self._waiting)
+        return picked
+
+    def drop_waiting(self, predicate: Callable[[RequestState], bool]) -> list[RequestState]:
+        """Remove waiting requests matching `predicate` (cancelled, past deadline)."""
+        dropped = [s for _, _, s in self._waiting if predicate(s)]
+        if dropped:
+            self._waiting = [e for e in self._waiting if not predicate(e[2])]
+            heapq.heapify(self._waiting)
+        return dropped
+
+    def waiting_states(self) -> list[RequestState]:
+        return [s for _, _, s in self._waiting]

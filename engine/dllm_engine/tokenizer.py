@@ -1,0 +1,46 @@
+"""Tokenizer: `tokenizer.json` through Hugging Face `tokenizers`.
+
+Special ids come from the checkpoint's config and tokenizer (by name), never
+as literals: see `resolve_special_ids`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+from .model_config import CheckpointError
+
+
+class TextTokenizer:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            self._tok = Tokenizer.from_file(str(self.path))
+        except Exception as exc:  # tokenizers raises a bare Exception on bad JSON
+            raise CheckpointError(f"{self.path}: cannot read tokenizer: {exc}") from None
+        self.vocab_size = self._tok.get_vocab_size()
+
+    def encode(self, text: str) -> list[int]:
+        return self._tok.encode(text, add_special_tokens=False).ids
+
+    def decode(self, ids: list[int]) -> str:
+        return self._tok.decode(ids, skip_special_tokens=False)
+
+    def token_id(self, token: str) -> int | None:
+        return self._tok.token_to_id(token)
+
+
+def resolve_special_ids(tokenizer: TextTokenizer | None, names: dict[str, list[str]]) -> dict[str, int]:
+    """Find special ids by token text, e.g. {"mask_token_id": ["<mask>", "<|mask|>"]}."""
+    found: dict[str, int] = {}
+    if tokenizer is None:
+        return found
+    for key, candidates in names.items():
+        for text in candidates:
+            tid = tokenizer.token_id(text)
+            if tid is not None:
+                found[key] = tid
+                break
+    return found

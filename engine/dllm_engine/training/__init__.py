@@ -1,0 +1,1 @@
+"""Training the embedded default model: corpus manifest, tokenizer, diffusion objective."""

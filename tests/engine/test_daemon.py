@@ -1,0 +1,142 @@
+"""The daemon over a real Unix socket: concurrent clients, FIM endpoint, errors, disconnects."""
+
+import asyncio
+import os
+import stat
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from dllm_engine.clients import DaemonClient
+from dllm_engine.protocol import Hole, InfillRequest, ProtocolError
+
+
+@pytest.fixture(scope="module")
+def daemon(tiny_model, tmp_path_factory):
+    sock = tmp_path_factory.mktemp("run") / "engine.sock"
+    log = open(sock.with_suffix(".log"), "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "dllm_lsp", "engine", "serve", "--socket", str(sock),
+                             "--model", str(tiny_model), "--threads", "1"], stdout=log, stderr=log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with http(sock) as c:
+                if c.get("/health").status_code == 200:
+                    break
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail(open(sock.with_suffix(".log")).read())
+    yield sock
+    proc.terminate()
+    proc.wait(10)
+
+
+def http(sock):
+    return httpx.Client(base_url="http://e", transport=httpx.HTTPTransport(uds=str(sock)), timeout=60)
+
+
+def test_socket_is_private(daemon):
+    assert stat.S_IMODE(os.stat(daemon).st_mode) == 0o600
+
+
+async def test_concurrent_clients(daemon):
+    async def one(i):
+        client = DaemonClient(socket_path=daemon)
+        try:
+            req = InfillRequest(holes=[Hole(prefix=f"def f{i}(x):\n    return ", suffix="\n", max_tokens=8)])
+            return await client.infill(req)
+        finally:
+            await client.close()
+
+    results = await asyncio.gather(*(one(i) for i in range(8)))
+    assert all(r.holes[0].passes >= 1 for r in results)
+    assert len({r.request_id for r in results}) == 8
+
+
+async def test_stream_of_canvases(daemon):
+    client = DaemonClient(socket_path=daemon)
+    events = []
+    try:
+        r = await client.infill(InfillRequest(holes=[Hole(prefix="x = ", max_tokens=8, bucket=8)]), on_event=events.append)
+    finally:
+        await client.close()
+    assert r.holes[0].passes >= 1
+    assert all(e.masked >= 0 for e in events)
+    assert len(events) == r.holes[0].passes - 1  # one per pass but the last, which is the result
+
+
+def test_openai_fim_endpoint(daemon):
+    with http(daemon) as c:
+        r = c.post("/v1/completions", json={"prompt": "def f(x):\n    return ", "suffix": "\n", "max_tokens": 8})
+        assert r.status_code == 200
+        body = r.json()
+        assert body["object"] == "text_completion"
+        assert isinstance(body["choices"][0]["text"], str)
+        assert body["usage"]["completion_tokens"] <= 8
+
+
+@pytest.mark.parametrize("body,fragment", [
+    ({"holes": []}, "at least one hole"),
+    ({"holes": [{"prefix": "x", "max_tokens": 0}]}, "max_tokens"),
+    ({"holes": [{"prefix": "x"}], "params": {"confidence": "vibes"}}, "confidence"),
+    ({"holes": [{"prefix": "x"}], "params": {"threshold": "high"}}, "type"),
+    ({"holes": [{"prefix": "x", "colour": 1}]}, "unknown hole fields"),
+    ({"holes": [{"prefix": "x = 1\n" * 3000}]}, "window"),
+])
+def test_bad_requests_get_4xx(daemon, body, fragment):
+    with http(daemon) as c:
+        r = c.post("/v1/infill", json=body)
+        assert 400 <= r.status_code < 500, r.text
+        assert fragment in r.json()["error"]
+
+
+def test_not_json_is_400(daemon):
+    with http(daemon) as c:
+        r = c.post("/v1/infill", content=b"{nope")
+        assert r.status_code == 400
+
+
+async def test_client_error_maps_to_protocol_error(daemon):
+    client = DaemonClient(socket_path=daemon)
+    try:
+        with pytest.raises(ProtocolError):
+            await client.infill(InfillRequest(holes=[Hole(prefix="y = 2\n" * 3000)]))
+    finally:
+        await client.close()
+
+
+def test_disconnect_cancels_the_request(daemon):
+    slow = {"holes": [{"prefix": "x = ", "max_tokens": 512, "bucket": 512}], "params": {"threshold": 1.5}}
+    with http(daemon) as c:
+        with pytest.raises(httpx.ReadTimeout):
+            c.post("/v1/infill", json=slow, timeout=0.5)
+    # After the client went away the engine drops the canvas instead of running 512 passes.
+    deadline = time.monotonic() + 10
+    with http(daemon) as c:
+        while time.monotonic() < deadline:
+            m = c.get("/metrics").json()
+            if m["active_canvases"] == 0:
+                break
+            time.sleep(0.1)
+        assert m["active_canvases"] == 0
+
+
+def test_metrics_report_passes_and_cache(daemon):
+    with http(daemon) as c:
+        m = c.get("/metrics").json()
+    for key in ("queue_depth", "passes_per_s", "tokens_per_pass", "cache_hit_rate"):
+        assert key in m
+
+
+def test_tcp_needs_a_token(tiny_model):
+    r = subprocess.run([sys.executable, "-m", "dllm_lsp", "engine", "serve", "--host", "127.0.0.1", "--port", "0",
+                        "--model", str(tiny_model)], capture_output=True, text=True, timeout=60,
+                       env={**os.environ, "DLLM_LSP_TOKEN": ""})
+    assert r.returncode != 0
+    assert "token" in r.stderr

@@ -1,0 +1,221 @@
+"""What to ask the model for at a cursor: the kind of completion and its context windows.
+
+Pure functions of (text, offset, language): no LSP types, no engine types.
+Offsets are Python str indices (code points).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Literal
+
+import tree_sitter
+
+from dllm_lsp.syntax.document_tree import byte_offset
+from dllm_lsp.syntax.languages import LanguageSpec, parse
+from dllm_lsp.syntax.snippets import cross_file_snippets
+from dllm_lsp.syntax.windows import prefix_start, suffix_end
+
+Kind = Literal["none", "line", "multiline", "block"]
+
+# Token budget and first canvas length bucket per kind.
+MAX_TOKENS: dict[str, int] = {"none": 0, "line": 24, "multiline": 64, "block": 128}
+BUCKETS: dict[str, int | None] = {"none": None, "line": 16, "multiline": 32, "block": 64}
+CLOSERS = ")]}"
+_OPENERS = "([{"
+
+
+@dataclass(frozen=True)
+class ContextBudget:
+    prefix_tokens: int = 768
+    suffix_tokens: int = 256
+    chars_per_token: float = 3.2
+    snippet_tokens: int = 256
+    snippet_time_s: float = 0.02  # wall-clock budget for cross-file snippets
+
+    def chars(self, tokens: int) -> int:
+        return int(tokens * self.chars_per_token)
+
+
+@dataclass(frozen=True)
+class CompletionContext:
+    kind: Kind
+    reason: str  # why this kind (e.g. "inside string", "mid-identifier")
+    prefix: str  # window of text before the cursor
+    suffix: str  # window of text after the cursor
+    max_tokens: int  # from the kind: line 24, multiline 64, block 128
+    bucket: int | None  # first canvas length bucket for the kind
+    snippets: tuple[str, ...] = ()  # cross-file snippets (definitions of imported names)
+
+
+def _is_word(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def _line_bounds(text: str, offset: int) -> tuple[int, int]:
+    start = text.rfind("\n", 0, offset) + 1
+    end = text.find("\n", offset)
+    return start, (len(text) if end < 0 else end)
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip(" \t"))
+
+
+def _unclosed_brackets(s: str) -> int:
+    depth = 0
+    for ch in s:
+        if ch in "([":
+            depth += 1
+        elif ch in ")]" and depth:
+            depth -= 1
+    return depth
+
+
+def _inside_string_or_comment(tree: tree_sitter.Tree, text: str, offset: int, language: LanguageSpec) -> str | None:
+    """"inside string" / "inside comment" when the cursor is within one, else None."""
+    b = byte_offset(text, offset)
+    for probe in (b, b - 1):
+        if probe < 0:
+            continue
+        node = tree.root_node.descendant_for_byte_range(probe, probe)
+        while node is not None:
+            if node.type in language.comment_types:
+                # A line comment runs to the end of its line: its end is still inside.
+                body = node.text or b""
+                at_end_of_line_comment = b == node.end_byte and not body.endswith(b"*/")
+                if node.start_byte < b < node.end_byte or at_end_of_line_comment:
+                    return "inside comment"
+            if node.type in language.string_types and node.start_byte < b < node.end_byte:
+                return "inside string"
+            node = node.parent
+    return None
+
+
+def _classify(
+    text: str, offset: int, language: LanguageSpec | None, tree: tree_sitter.Tree | None
+) -> tuple[Kind, str]:
+    if tree is not None and language is not None:
+        inside = _inside_string_or_comment(tree, text, offset, language)
+        if inside:
+            return "none", inside
+    if offset < len(text) and _is_word(text[offset]):
+        if offset > 0 and _is_word(text[offset - 1]):
+            return "none", "mid-identifier"
+        return "none", "before identifier"
+    line_start, line_end = _line_bounds(text, offset)
+    before, after = text[line_start:offset], text[offset:line_end].strip()
+    opener = language.block_opener if language else None
+    only_closers = all(ch in CLOSERS + ";," for ch in after)
+    if before.strip():
+        ends = before.rstrip()
+        opens_block = ends.endswith(opener) if opener else ends.endswith((":", "{"))
+        if opens_block and only_closers and _unclosed_brackets(before) == 0:
+            return "block", "after block opener"
+        return "line", "rest of line" if not after else "middle of line"
+    if after and not only_closers:
+        return "line", "before code on line"
+    # Blank line: a block body if the previous line opens a block that is still empty.
+    prev_lines = text[:line_start].rstrip("\n").split("\n")
+    prev = next((ln for ln in reversed(prev_lines) if ln.strip()), "")
+    next_lines = text[line_end:].split("\n")
+    nxt = next((ln for ln in next_lines if ln.strip()), None)
+    prev_code = prev.rstrip()
+    opens = prev_code.endswith(opener) if opener else prev_code.endswith((":", "{"))
+    if opens:
+        body_empty = nxt is None or _indent(nxt) <= _indent(prev) or (after and only_closers)
+        if body_empty:
+            return "block", "empty block body"
+        return "multiline", "start of block"
+    return "multiline", "blank line"
+
+
+def _make(kind: Kind, reason: str, prefix: str, suffix: str, snippets=()) -> CompletionContext:
+    return CompletionContext(kind, reason, prefix, suffix, MAX_TOKENS[kind], BUCKETS[kind], tuple(snippets))
+
+
+def completion_context(
+    text: str,
+    offset: int,
+    language: LanguageSpec | None,
+    budget: ContextBudget = ContextBudget(),
+    tree: tree_sitter.Tree | None = None,
+    open_documents: Mapping[str, str] = {},
+) -> CompletionContext:
+    """Decide the completion kind at ``offset`` and cut the context windows.
+
+    ``tree`` must match ``text`` if given (it is parsed otherwise). Unknown
+    languages (``language=None``) get line-based windows and text heuristics.
+    """
+    if not 0 <= offset <= len(text):
+        raise ValueError(f"offset {offset} outside the document (length {len(text)})")
+    if tree is None and language is not None:
+        tree = parse(text, language)
+    kind, reason = _classify(text, offset, language, tree)
+    if kind == "none":
+        return _make(kind, reason, "", "")
+    start = prefix_start(text, offset, budget.chars(budget.prefix_tokens), language, tree)
+    end = suffix_end(text, offset, budget.chars(budget.suffix_tokens), language, tree)
+    snippets: tuple[str, ...] = ()
+    if open_documents and language is not None and budget.snippet_tokens > 0:
+        snippets = cross_file_snippets(
+            text, language, tree, open_documents, budget.chars(budget.snippet_tokens), budget.snippet_time_s
+        )
+    return _make(kind, reason, text[start:offset], text[offset:end], snippets)
+
+
+def _bucket_for(tokens: int) -> int:
+    bucket = 16
+    while bucket < tokens:
+        bucket *= 2
+    return bucket
+
+
+def range_context(
+    text: str,
+    start: int,
+    end: int,
+    language: LanguageSpec | None,
+    budget: ContextBudget = ContextBudget(),
+    tree: tree_sitter.Tree | None = None,
+) -> CompletionContext:
+    """Context for re-masking ``text[start:end]``: prefix before ``start``, suffix after ``end``.
+
+    The kind is "line" for a span within one line, "block" for a whole block
+    body, else "multiline"; ``max_tokens`` and ``bucket`` grow with the span.
+    """
+    if not 0 <= start <= end <= len(text):
+        raise ValueError(f"range {start}..{end} outside the document (length {len(text)})")
+    if tree is None and language is not None:
+        tree = parse(text, language)
+    selected = text[start:end]
+    kind: Kind = "line"
+    if "\n" in selected.strip("\n"):
+        kind = "multiline"
+        head = text[:start].rstrip()
+        opener = language.block_opener if language else None
+        if opener and head.endswith(opener):
+            kind = "block"
+    span_tokens = math.ceil(len(selected) / budget.chars_per_token)
+    max_tokens = max(MAX_TOKENS[kind], math.ceil(span_tokens * 1.5) + 8)
+    cut_start = prefix_start(text, start, budget.chars(budget.prefix_tokens), language, tree)
+    cut_end = suffix_end(text, end, budget.chars(budget.suffix_tokens), language, tree)
+    return CompletionContext(
+        kind,
+        "regenerate selection",
+        text[cut_start:start],
+        text[end:cut_end],
+        max_tokens,
+        _bucket_for(math.ceil(span_tokens * 1.25)),
+    )
+
+
+def with_snippets(ctx: CompletionContext, language: LanguageSpec | None) -> str:
+    """The prefix with the cross-file snippets prepended as comments."""
+    if not ctx.snippets:
+        return ctx.prefix
+    mark = language.line_comment if language else "#"
+    lines = [f"{mark} {line}".rstrip() for snippet in ctx.snippets for line in snippet.split("\n")]
+    return "\n".join(lines) + "\n" + ctx.prefix

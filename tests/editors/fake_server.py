@@ -79,24 +79,25 @@ def completion(ls: LanguageServer, params: types.CompletionParams):
     )
 
 
-def _apply(ls: LanguageServer, uri: str, edits: list[types.TextEdit], label: str) -> None:
-    ls.workspace_apply_edit(
+async def _apply(ls: LanguageServer, uri: str, edits: list[types.TextEdit], label: str) -> dict:
+    """Like the real server: answer the command after the client applied the edit."""
+    result = await ls.workspace_apply_edit_async(
         types.ApplyWorkspaceEditParams(edit=types.WorkspaceEdit(changes={uri: edits}), label=label)
     )
+    return {"applied": bool(result.applied)}
 
 
 @server.command("dllm.regenerateSelection")
-def regenerate_selection(ls: LanguageServer, uri: str, rng: dict):
+async def regenerate_selection(ls: LanguageServer, uri: str, rng: dict):
     start, end = rng["start"], rng["end"]
     r = types.Range(
         types.Position(start["line"], start["character"]), types.Position(end["line"], end["character"])
     )
-    _apply(ls, uri, [types.TextEdit(range=r, new_text=REGENERATED)], "Regenerate selection")
-    return None
+    return await _apply(ls, uri, [types.TextEdit(range=r, new_text=REGENERATED)], "Regenerate selection")
 
 
 @server.command("dllm.fillHoles")
-def fill_holes(ls: LanguageServer, uri: str):
+async def fill_holes(ls: LanguageServer, uri: str):
     doc = ls.workspace.get_text_document(uri)
     edits = []
     for number, line in enumerate(doc.lines):
@@ -104,8 +105,7 @@ def fill_holes(ls: LanguageServer, uri: str):
         if col >= 0:
             r = types.Range(types.Position(number, col), types.Position(number, col + len("<HOLE>")))
             edits.append(types.TextEdit(range=r, new_text="pass"))
-    _apply(ls, uri, edits, "Fill holes")
-    return {"filled": len(edits)}
+    return await _apply(ls, uri, edits, "Fill holes")
 
 
 @server.command("dllm.toggleCompletions")

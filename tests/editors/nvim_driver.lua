@@ -49,8 +49,10 @@ if not vim.wait(timeout, function() return lsp.client(0) ~= nil end, 50) then
   return finish(false, "no dllm client attached to " .. env.DLLM_FILE)
 end
 log("attached")
-vim.wait(timeout, function() return status.current ~= nil end, 50)
+-- The engine loads in the background; ghost text needs it ready.
+vim.wait(timeout, function() return status.current ~= nil and status.current.state ~= "loading" end, 50)
 result.status = status.current
+local ghost_timeout = tonumber(env.DLLM_GHOST_TIMEOUT_MS or "10000")
 
 -- Insert mode is held by feedkeys("...", "x!") until a key exits it, so the
 -- rest runs in a coroutine resumed by a timer (Neovim's loop keeps running).
@@ -68,9 +70,8 @@ local co = coroutine.create(function()
     end
     return true
   end
-  if not wait_for(function() return ghost.shown() ~= nil end, timeout) then
-    step_error = "no ghost text shown within " .. timeout .. " ms"
-  else
+  -- No ghost text is recorded (ghost = nil), not an error: test_nvim.py decides.
+  if wait_for(function() return ghost.shown() ~= nil end, ghost_timeout) then
     log("ghost")
     result.ghost = ghost.shown()
     local marks = vim.api.nvim_buf_get_extmarks(0, ghost.namespace, 0, -1, { details = true })
@@ -104,20 +105,22 @@ end
 result.buffer_after_accept = lines()
 
 -- Commands: regenerate line 1 (the server answers with workspace/applyEdit).
-local before = table.concat(lines(), "\n")
+local commands = require("dllm.commands")
 vim.cmd("1DllmRegenerate")
-vim.wait(timeout, function() return table.concat(lines(), "\n") ~= before end, 50)
+-- The server answers after the client applied its workspace/applyEdit.
+vim.wait(timeout, function() return commands.last ~= nil end, 50)
+result.regenerate_response = commands.last and (commands.last.result or { error = commands.last.err })
 result.buffer_after_regenerate = lines()
 log("regenerate")
 
 local toggled
-require("dllm.commands").execute("dllm.toggleCompletions", { false }, function(r) toggled = r end)
+commands.execute("dllm.toggleCompletions", { false }, function(r) toggled = r end)
 vim.wait(timeout, function() return toggled ~= nil end, 50)
 result.toggle = toggled
-require("dllm.commands").execute("dllm.toggleCompletions", { true }, function() end)
+commands.execute("dllm.toggleCompletions", { true }, function() end)
 
 local engine_status
-require("dllm.commands").execute("dllm.engineStatus", {}, function(r) engine_status = r end)
+commands.execute("dllm.engineStatus", {}, function(r) engine_status = r end)
 vim.wait(timeout, function() return engine_status ~= nil end, 50)
 result.engine_status = engine_status
 

@@ -5,7 +5,8 @@
 local lsp = require("dllm.lsp")
 local status = require("dllm.status")
 
-local M = {}
+-- The last command's answer, {command, result, err}, for scripts and tests.
+local M = { last = nil }
 
 local function execute(command, arguments, on_result)
   local bufnr = vim.api.nvim_get_current_buf()
@@ -16,6 +17,7 @@ local function execute(command, arguments, on_result)
   end
   local params = { command = command, arguments = arguments }
   lsp.request(client, "workspace/executeCommand", params, function(err, result)
+    M.last = { command = command, result = result, err = err }
     if err then
       vim.notify("dllm: " .. command .. " failed: " .. tostring(err.message or err), vim.log.levels.ERROR)
     elseif on_result then

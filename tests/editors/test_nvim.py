@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from conftest import FAKE_SERVER, REPO, SERVERS, server_cmd, server_env
-
 sys.path.insert(0, str(Path(__file__).parent))
+from editor_env import FAKE_SERVER, GHOST_TIMEOUT_MS, REPO, SERVERS, server_cmd, server_env  # noqa: E402
+
 from fake_server import FAKE_COMPLETION, REGENERATED  # noqa: E402
 
 
@@ -124,7 +124,7 @@ def _new_texts(edit: dict) -> list[str]:
 @pytest.mark.parametrize("kind", [SERVERS["real"]])
 def test_nvim_with_real_server(which, kind, tmp_path, artifacts):
     """`python -m dllm_lsp serve --engine in-process` with the default model."""
-    result = drive(NVIMS[which], server_cmd(kind), tmp_path, artifacts, f"nvim-{which}-real", 120000, 45000)
+    result = drive(NVIMS[which], server_cmd(kind), tmp_path, artifacts, f"nvim-{which}-real", 120000, GHOST_TIMEOUT_MS)
     assert result["status"]["state"] == "ready", result["status"]
     assert result["engine_status"]["state"] == "ready" and result["engine_status"]["model"], result["engine_status"]
     assert result["toggle"] == {"enabled": False}
@@ -136,7 +136,8 @@ def test_nvim_with_real_server(which, kind, tmp_path, artifacts):
         buffer = "\n".join(result["buffer_after_regenerate"])
         assert all(text in buffer for text in _new_texts(response["edit"])), (response, buffer)
     if result.get("ghost") is None:
-        pytest.xfail("the default model offered no ghost text after `def add(a, b):` within 45 s "
+        pytest.xfail("the default model offered no ghost text after `def add(a, b):` within "
+                     f"{GHOST_TIMEOUT_MS // 1000} s "
                      "(random-init weights: the server's shaping drops what it generates)")
     ghost = result["ghost"]
     after = "\n".join(result["buffer_after_accept"])

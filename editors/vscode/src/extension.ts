@@ -8,6 +8,7 @@ import {
   LanguageClient,
   LanguageClientOptions,
   ServerOptions,
+  State,
 } from "vscode-languageclient/node";
 import { registerCommands } from "./commands";
 import { canImportDllm, resolvePython } from "./python";
@@ -79,6 +80,11 @@ async function startClient(): Promise<void> {
   };
   client = new LanguageClient("dllm", "dllm", serverOptions, clientOptions);
   client.onNotification("dllm/status", (status: EngineStatus) => statusBar.update(status));
+  client.onDidChangeState(({ newState }) => {
+    if (newState === State.Stopped) {
+      statusBar.show("$(debug-disconnect) dllm stopped", "The dllm language server stopped: see Output > dllm.");
+    }
+  });
   try {
     await client.start();
     output.info("language server started");

@@ -143,7 +143,9 @@ end
 function M.accept(bufnr)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   if M.native then
-    return vim.lsp.inline_completion.get({ bufnr = bufnr }) ~= false
+    -- Truthy when a candidate was accepted (0.12 release; a nil from it means
+    -- "nothing shown", so the mapping falls back to its own key).
+    return vim.lsp.inline_completion.get({ bufnr = bufnr }) and true or false
   end
   local b = buffers[bufnr]
   local ghost = b and b.ghost

@@ -13,9 +13,11 @@ from typing import Literal
 
 import tree_sitter
 
+from dllm_lsp.syntax.brackets import CLOSERS, ends_in_open_string, unclosed_openers
 from dllm_lsp.syntax.document_tree import byte_offset
 from dllm_lsp.syntax.languages import LanguageSpec, parse
 from dllm_lsp.syntax.snippets import cross_file_snippets
+from dllm_lsp.syntax.text_lines import is_word, line_bounds, next_nonblank_line, previous_nonblank_line
 from dllm_lsp.syntax.windows import prefix_start, suffix_end
 
 Kind = Literal["none", "line", "multiline", "block"]
@@ -23,8 +25,6 @@ Kind = Literal["none", "line", "multiline", "block"]
 # Token budget and first canvas length bucket per kind.
 MAX_TOKENS: dict[str, int] = {"none": 0, "line": 24, "multiline": 64, "block": 128}
 BUCKETS: dict[str, int | None] = {"none": None, "line": 16, "multiline": 32, "block": 64}
-CLOSERS = ")]}"
-_OPENERS = "([{"
 
 
 @dataclass(frozen=True)
@@ -50,28 +50,17 @@ class CompletionContext:
     snippets: tuple[str, ...] = ()  # cross-file snippets (definitions of imported names)
 
 
-def _is_word(ch: str) -> bool:
-    return ch.isalnum() or ch == "_"
-
-
-def _line_bounds(text: str, offset: int) -> tuple[int, int]:
-    start = text.rfind("\n", 0, offset) + 1
-    end = text.find("\n", offset)
-    return start, (len(text) if end < 0 else end)
-
-
 def _indent(line: str) -> int:
     return len(line) - len(line.lstrip(" \t"))
 
 
-def _unclosed_brackets(s: str) -> int:
-    depth = 0
-    for ch in s:
-        if ch in "([":
-            depth += 1
-        elif ch in ")]" and depth:
-            depth -= 1
-    return depth
+def _inside_brackets(before: str, language: LanguageSpec | None) -> bool:
+    """Whether the line before the cursor leaves a bracket open that is not a block.
+
+    `f(lambda x:`, `a[1:` and (in Python) `{"key":` end with a colon that opens no block.
+    """
+    non_block = "([{" if language is not None and language.indent_style == "indent" else "(["
+    return any(o in non_block for o in unclosed_openers(before, language))
 
 
 def _inside_string_or_comment(tree: tree_sitter.Tree, text: str, offset: int, language: LanguageSpec) -> str | None:
@@ -97,31 +86,33 @@ def _inside_string_or_comment(tree: tree_sitter.Tree, text: str, offset: int, la
 def _classify(
     text: str, offset: int, language: LanguageSpec | None, tree: tree_sitter.Tree | None
 ) -> tuple[Kind, str]:
+    line_start, line_end = line_bounds(text, offset)
     if tree is not None and language is not None:
         inside = _inside_string_or_comment(tree, text, offset, language)
         if inside:
             return "none", inside
-    if offset < len(text) and _is_word(text[offset]):
-        if offset > 0 and _is_word(text[offset - 1]):
+    # A string being typed has no closing quote yet, so the tree only shows an ERROR.
+    # (Not for unknown languages: in prose an apostrophe is no quote.)
+    if tree is not None and tree.root_node.has_error and ends_in_open_string(text[line_start:offset], language):
+        return "none", "inside string"
+    if offset < len(text) and is_word(text[offset]):
+        if offset > 0 and is_word(text[offset - 1]):
             return "none", "mid-identifier"
         return "none", "before identifier"
-    line_start, line_end = _line_bounds(text, offset)
     before, after = text[line_start:offset], text[offset:line_end].strip()
     opener = language.block_opener if language else None
     only_closers = all(ch in CLOSERS + ";," for ch in after)
     if before.strip():
         ends = before.rstrip()
         opens_block = ends.endswith(opener) if opener else ends.endswith((":", "{"))
-        if opens_block and only_closers and _unclosed_brackets(before) == 0:
+        if opens_block and only_closers and not _inside_brackets(before, language):
             return "block", "after block opener"
         return "line", "rest of line" if not after else "middle of line"
     if after and not only_closers:
         return "line", "before code on line"
     # Blank line: a block body if the previous line opens a block that is still empty.
-    prev_lines = text[:line_start].rstrip("\n").split("\n")
-    prev = next((ln for ln in reversed(prev_lines) if ln.strip()), "")
-    next_lines = text[line_end:].split("\n")
-    nxt = next((ln for ln in next_lines if ln.strip()), None)
+    prev = previous_nonblank_line(text, line_start)
+    nxt = next_nonblank_line(text, line_end)
     prev_code = prev.rstrip()
     opens = prev_code.endswith(opener) if opener else prev_code.endswith((":", "{"))
     if opens:
@@ -191,13 +182,13 @@ def range_context(
     if tree is None and language is not None:
         tree = parse(text, language)
     selected = text[start:end]
-    kind: Kind = "line"
-    if "\n" in selected.strip("\n"):
-        kind = "multiline"
-        head = text[:start].rstrip()
-        opener = language.block_opener if language else None
-        if opener and head.endswith(opener):
-            kind = "block"
+    kind: Kind = "multiline" if "\n" in selected.strip("\n") else "line"
+    # The whole body of a block (`pass`, `todo!()`, `...` placeholders included) is a block fill.
+    head = text[:start].rstrip()
+    tail = text[end:].lstrip(" \t")
+    openers = (language.block_opener,) if language else (":", "{")
+    if head.endswith(openers) and (not tail or tail[0] in "\r\n" + CLOSERS):
+        kind = "block"
     span_tokens = math.ceil(len(selected) / budget.chars_per_token)
     max_tokens = max(MAX_TOKENS[kind], math.ceil(span_tokens * 1.5) + 8)
     cut_start = prefix_start(text, start, budget.chars(budget.prefix_tokens), language, tree)

@@ -11,6 +11,11 @@ def leading(line: str) -> str:
 
 def indent_unit(text: str) -> str:
     """The document's indentation step: a tab, or the most common space step (default 4)."""
+    return detected_indent_unit(text) or "    "
+
+
+def detected_indent_unit(text: str) -> str | None:
+    """The document's indentation step, or None when no line is indented."""
     tabs = spaces = 0
     steps: Counter[int] = Counter()
     prev = 0
@@ -29,7 +34,7 @@ def indent_unit(text: str) -> str:
     if tabs > spaces:
         return "\t"
     common = [step for step, _ in steps.most_common(3) if step in (2, 3, 4, 8)]
-    return " " * (common[0] if common else 4)
+    return " " * common[0] if common else None
 
 
 def _completion_step(lines: list[str]) -> int:
@@ -81,3 +86,42 @@ def align_first_line(completion: str, line_prefix: str, expected: str | None) ->
             shift = expected[: len(expected) - len(total)] if expected.startswith(total) else ""
             lines[1:] = [shift + ln if ln.strip() else ln for ln in lines[1:]]
     return "\n".join(lines)
+
+
+def rescale_steps(completion: str, base: int, unit: str) -> str:
+    """Re-indent later lines from the completion's step (e.g. 4 spaces) to the document's (e.g. 2).
+
+    Indentation is taken relative to ``base`` (the width the first line stands
+    at); only done when every deeper line is a whole number of the
+    completion's steps, so odd alignments (continuation lines) are left alone.
+    """
+    if unit == "\t":
+        return completion
+    lines = completion.split("\n")
+    rel = [len(leading(ln)) - base for ln in lines[1:] if ln.strip()]
+    deeper = [r for r in rel if r > 0]
+    if not deeper:
+        return completion
+    step = min(deeper)
+    if step == len(unit) or step not in (2, 4, 8) or any(r % step for r in deeper):
+        return completion
+    out = [lines[0]]
+    for ln in lines[1:]:
+        r = len(leading(ln)) - base
+        if ln.strip() and r > 0:
+            ln = " " * base + unit * (r // step) + ln.lstrip(" \t")
+        out.append(ln)
+    return "\n".join(out)
+
+
+def body_on_new_line(completion: str, opener_line: str, unit: str) -> str:
+    """Start a block body on its own line, one step deeper than the opener's line.
+
+    For indentation languages, where `def f():█` + `return x` would otherwise
+    put the body on the opener's line.
+    """
+    if not completion.strip() or completion.startswith(("\n", "\r")):
+        return completion
+    first, _, rest = completion.partition("\n")
+    body = "\n" + leading(opener_line) + unit + first.lstrip(" \t")
+    return body + ("\n" + rest if rest else "")

@@ -120,7 +120,7 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
         grammar="tree_sitter_go:language",
         comment_types=frozenset({"comment"}),
         string_types=frozenset({"interpreted_string_literal", "raw_string_literal", "rune_literal"}),
-        block_types=frozenset({"source_file", "block", "statement_list"}),
+        block_types=frozenset({"source_file", "block", "statement_list", "field_declaration_list"}),
         definition_types=frozenset({"function_declaration", "method_declaration", "type_declaration"}),
         import_types=frozenset({"import_declaration"}),
         indent_style="braces",
@@ -182,7 +182,9 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
         grammar="tree_sitter_java:language",
         comment_types=frozenset({"line_comment", "block_comment"}),
         string_types=frozenset({"string_literal", "character_literal", "text_block"}),
-        block_types=frozenset({"program", "block", "class_body", "interface_body", "enum_body", "switch_block"}),
+        block_types=frozenset(
+            {"program", "block", "class_body", "interface_body", "enum_body", "switch_block", "constructor_body"}
+        ),
         definition_types=frozenset(
             {"class_declaration", "interface_declaration", "enum_declaration", "record_declaration",
              "method_declaration"}

@@ -2,28 +2,62 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import tree_sitter
 
+from dllm_lsp.syntax.document_tree import byte_offset, point_at
 from dllm_lsp.syntax.languages import LanguageSpec, parse
 
 
-def error_count(tree: tree_sitter.Tree) -> int:
-    """Number of ERROR and MISSING nodes in ``tree``."""
+def error_spans(tree: tree_sitter.Tree) -> list[tuple[int, int]]:
+    """(start_byte, end_byte) of every ERROR and MISSING node of ``tree``."""
     root = tree.root_node
     if not root.has_error:
-        return 0
-    count = 0
+        return []
+    spans = []
     cursor = root.walk()
     while True:
         node = cursor.node
         if node.is_error or node.is_missing:
-            count += 1
+            spans.append((node.start_byte, node.end_byte))
         # Only descend into subtrees that contain an error somewhere.
         if node.has_error and cursor.goto_first_child():
             continue
         while not cursor.goto_next_sibling():
             if not cursor.goto_parent():
-                return count
+                return spans
+
+
+def error_count(tree: tree_sitter.Tree) -> int:
+    """Number of ERROR and MISSING nodes in ``tree``."""
+    return len(error_spans(tree))
+
+
+@lru_cache(maxsize=16)
+def _fresh_error_count(text: str, language: LanguageSpec) -> int:
+    # Cached: shaping tries several candidates against the same original.
+    return error_count(parse(text, language))
+
+
+def _parse_spliced(
+    original: str, filled: str, language: LanguageSpec, original_tree: tree_sitter.Tree | None, lo: int, hi: int
+) -> tree_sitter.Tree:
+    """Parse ``filled``, reusing ``original_tree`` when ``filled`` is ``original`` with one span replaced."""
+    old_end = len(original) - (len(filled) - hi)
+    if original_tree is None or old_end < lo or original[:lo] != filled[:lo] or original[old_end:] != filled[hi:]:
+        return parse(filled, language)
+    tree = original_tree.copy()
+    start_byte = byte_offset(original, lo)
+    tree.edit(
+        start_byte=start_byte,
+        old_end_byte=start_byte + len(original[lo:old_end].encode("utf-8", "surrogatepass")),
+        new_end_byte=start_byte + len(filled[lo:hi].encode("utf-8", "surrogatepass")),
+        start_point=point_at(original, lo),
+        old_end_point=point_at(original, old_end),
+        new_end_point=point_at(filled, hi),
+    )
+    return parse(filled, language, tree)
 
 
 def new_error_count(
@@ -31,13 +65,38 @@ def new_error_count(
     filled: str,
     language: LanguageSpec | None,
     original_tree: tree_sitter.Tree | None = None,
+    inserted: tuple[int, int] | None = None,
 ) -> int:
-    """How many more ERROR/MISSING nodes ``filled`` has than ``original`` (never negative).
+    """How many syntax errors ``filled`` adds to ``original`` (never negative).
 
+    Errors are ERROR/MISSING nodes. Without ``inserted`` this is the growth of
+    their count. With ``inserted`` (the str span of ``filled`` that the edit
+    wrote, the rest being unchanged) the check is stricter, because a
+    document being typed is already broken at the cursor (`x = ` is one
+    error, `x = a +* b` is one too):
+
+    - the baseline is the better of the original and the document with a
+      single identifier in place of the insertion (the smallest plausible fill);
+    - an error lying wholly inside the inserted text always counts.
+
+    ``original_tree`` (matching ``original``) makes the parse incremental.
     Unknown languages cannot be checked and report 0.
     """
     if language is None:
         return 0
-    before = error_count(original_tree if original_tree is not None else parse(original, language))
-    after = error_count(parse(filled, language))
-    return max(0, after - before)
+    before = error_count(original_tree) if original_tree is not None else _fresh_error_count(original, language)
+    if inserted is None:
+        return max(0, error_count(parse(filled, language)) - before)
+    lo, hi = inserted
+    after_spans = error_spans(_parse_spliced(original, filled, language, original_tree, lo, hi))
+    if not after_spans:
+        return 0
+    if len(after_spans) <= before:  # only now can the neutral baseline matter
+        neutral = filled[:lo] + "x" + filled[hi:]
+        before = min(before, error_count(_parse_spliced(original, neutral, language, original_tree, lo, lo + 1)))
+    added = max(0, len(after_spans) - before)
+    if lo < hi:
+        blo, bhi = byte_offset(filled, lo), byte_offset(filled, hi)
+        inside = sum(1 for s, e in after_spans if blo <= s and e <= bhi and s < bhi)
+        added = max(added, inside)
+    return added

@@ -106,7 +106,7 @@ def cross_file_snippets(
     snippets: list[str] = []
     left = budget_chars
     for uri, other in open_documents.items():
-        if time.monotonic() > deadline or left <= 0:
+        if time.monotonic() >= deadline or left <= 0:
             break
         if other is text or other == text:
             continue
@@ -121,6 +121,6 @@ def cross_file_snippets(
                     break
                 snippets.append(snippet)
                 left -= len(snippet)
-            if time.monotonic() > deadline:
+            if time.monotonic() >= deadline:
                 break
     return tuple(snippets)

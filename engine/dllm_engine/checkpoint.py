@@ -45,7 +45,7 @@ def resolve_model_path(model: str | None) -> Path:
     return resolve_hub_id(model)
 
 
-def read_config(path: Path) -> tuple[ModelConfig, dict]:
+def read_config(path: Path, logits_only: bool = False) -> tuple[ModelConfig, dict]:
     cfg_file = path / "config.json"
     try:
         raw = json.loads(cfg_file.read_text())
@@ -60,7 +60,7 @@ def read_config(path: Path) -> tuple[ModelConfig, dict]:
             raise CheckpointError(f"{cfg_file}: bad dllm_lsp_config: {exc}") from None
     from .families import config_from_hf  # third-party families
 
-    return config_from_hf(raw, path), raw
+    return config_from_hf(raw, path, logits_only=logits_only), raw
 
 
 def weight_files(path: Path) -> dict[str, Path]:
@@ -95,11 +95,17 @@ def load_state(path: Path, rename=None) -> tuple[dict[str, torch.Tensor], dict[s
     for file, names in by_file.items():
         try:
             with safe_open(str(file), framework="pt") as f:  # memory-mapped reads
+                present = set(f.keys())
                 for name in names:
                     ours = rename(name) if rename else name
                     if ours is None:
                         continue
-                    state[ours] = f.get_tensor(name)
+                    if name not in present:  # the shard index points at a shard without it
+                        raise CheckpointError(f"{file}: has no tensor {name!r} (the shard index says it does)")
+                    try:
+                        state[ours] = f.get_tensor(name)
+                    except (SafetensorError, OSError) as exc:
+                        raise CheckpointError(f"{file}: cannot read tensor {name!r}: {exc}") from None
                     origin[ours] = file
         except (SafetensorError, OSError) as exc:
             raise CheckpointError(f"{file}: cannot read tensors: {exc}") from None
@@ -107,7 +113,10 @@ def load_state(path: Path, rename=None) -> tuple[dict[str, torch.Tensor], dict[s
 
 
 def build_model(cfg: ModelConfig, state: dict[str, torch.Tensor], origin: dict[str, Path],
-                device: torch.device, dtype: torch.dtype) -> DiffusionTransformer:
+                device: torch.device, dtype: torch.dtype, where: Path | None = None,
+                their_name=None) -> DiffusionTransformer:
+    """`where`: the file that should list every tensor (index or single file); `their_name`:
+    our tensor name -> the checkpoint's, so errors speak the checkpoint's language."""
     with torch.device("meta"):
         model = DiffusionTransformer(cfg)
     expected = model.state_dict()
@@ -116,14 +125,17 @@ def build_model(cfg: ModelConfig, state: dict[str, torch.Tensor], origin: dict[s
         state.pop("lm_head.weight", None)
     missing = [n for n in expected if n not in state]
     if missing:
-        raise CheckpointError(f"checkpoint is missing tensor {missing[0]!r}" + (f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""))
+        theirs = their_name(missing[0]) if their_name else missing[0]
+        more = f" (and {len(missing) - 1} more)" if len(missing) > 1 else ""
+        raise CheckpointError(f"{where or 'checkpoint'}: missing tensor {theirs!r}{more}")
     unexpected = [n for n in state if n not in expected]
     if unexpected:
         raise CheckpointError(f"{origin[unexpected[0]]}: unexpected tensor {unexpected[0]!r}")
     for name, want in expected.items():
         got = state[name]
         if tuple(got.shape) != tuple(want.shape):
-            raise CheckpointError(f"{origin[name]}: tensor {name!r} has shape {tuple(got.shape)}, config expects {tuple(want.shape)}")
+            name_t = their_name(name) if their_name else name
+            raise CheckpointError(f"{origin[name]}: tensor {name_t!r} has shape {tuple(got.shape)}, config expects {tuple(want.shape)}")
         if not got.is_floating_point():
             raise CheckpointError(f"{origin[name]}: tensor {name!r} has dtype {got.dtype}, expected floating point")
         state[name] = got.to(device=device, dtype=dtype)
@@ -135,19 +147,23 @@ def build_model(cfg: ModelConfig, state: dict[str, torch.Tensor], origin: dict[s
     return model.eval()
 
 
-def load(model: str | None, device: str | torch.device = "cpu", dtype: torch.dtype | None = None) -> LoadedModel:
+def load(model: str | None, device: str | torch.device = "cpu", dtype: torch.dtype | None = None,
+         logits_only: bool = False) -> LoadedModel:
+    """`logits_only`: special ids the checkpoint does not name (no tokenizer files) are left
+    unresolved (listed in `config.extra["unresolved_special_ids"]`); fine for raw logits, not for infill."""
     path = resolve_model_path(model)
     device = torch.device(device)
     if dtype is None:
         dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
-    cfg, raw = read_config(path)
-    rename = None
+    cfg, raw = read_config(path, logits_only)
+    rename = their_name = None
     if "dllm_lsp_config" not in raw:
-        from .families import renamer_for
+        from .families import renamer_for, their_name_for
 
-        rename = renamer_for(raw, cfg)
+        rename, their_name = renamer_for(raw, cfg), their_name_for(cfg)
     state, origin = load_state(path, rename)
-    net = build_model(cfg, state, origin, device, dtype)
+    where = path / INDEX_FILE if (path / INDEX_FILE).exists() else path / SINGLE_FILE
+    net = build_model(cfg, state, origin, device, dtype, where, their_name)
     tok_file = path / "tokenizer.json"
     tokenizer = TextTokenizer(tok_file) if tok_file.exists() else None
     name = "default" if path == DEFAULT_MODEL_DIR else path.name

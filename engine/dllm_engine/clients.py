@@ -32,6 +32,8 @@ from .protocol import (
     InfillResult,
     ProtocolError,
     RequestCancelled,
+    ScoreRequest,
+    ScoreResult,
 )
 
 EventCallback = Callable[[CanvasEvent], None]
@@ -51,6 +53,10 @@ class EngineClient(abc.ABC):
     @abc.abstractmethod
     async def health(self) -> dict[str, Any]:
         """Engine state: {"status": "ok"|"loading"|..., "model": ..., ...}."""
+
+    async def score(self, request: ScoreRequest) -> ScoreResult:
+        """Token likelihoods of existing code; engines without it raise NotImplementedError."""
+        raise NotImplementedError(f"{type(self).__name__} cannot score tokens")
 
     async def close(self) -> None:
         return None
@@ -92,6 +98,10 @@ class InProcessClient(EngineClient):
         except asyncio.CancelledError:
             handle.cancel()
             raise
+
+    async def score(self, request: ScoreRequest) -> ScoreResult:
+        engine = await self._get_engine()
+        return await asyncio.to_thread(engine.score, request)
 
     async def health(self) -> dict[str, Any]:
         if self._engine is None:
@@ -182,6 +192,14 @@ class DaemonClient(EngineClient):
                 return await _read_sse(r, on_event)
         except httpx.TransportError as exc:
             raise EngineUnavailable(f"engine at {self.socket_path or self.url} unreachable: {exc}") from exc
+
+    async def score(self, request: ScoreRequest) -> ScoreResult:
+        await self._ensure_running()
+        try:
+            r = await self._http.post("/v1/score", json=request.to_dict())
+        except httpx.TransportError as exc:
+            raise EngineUnavailable(f"engine at {self.socket_path or self.url} unreachable: {exc}") from exc
+        return ScoreResult.from_dict(_checked(r))
 
     async def health(self) -> dict[str, Any]:
         try:

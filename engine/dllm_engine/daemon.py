@@ -6,6 +6,7 @@ asked and then only with a bearer token. Endpoints:
 - POST /v1/infill       native: several holes, diffusion parameters, per-pass stats;
                         `"stream": true` sends server-sent events (`canvas`, then `result`)
 - POST /v1/completions  OpenAI-compatible fill-in-the-middle (`prompt` + `suffix`)
+- POST /v1/score        token-by-token likelihood of existing code (for diagnostics)
 - GET  /health          200 when ready, 503 while the model loads
 - GET  /metrics         queue depth, passes/s, tokens per pass, cache hit rate
 
@@ -38,6 +39,7 @@ from .protocol import (
     InfillRequest,
     ProtocolError,
     RequestCancelled,
+    ScoreRequest,
 )
 
 log = logging.getLogger("dllm_engine.daemon")
@@ -60,6 +62,7 @@ class EngineHost:
     def _load(self) -> None:
         try:
             self.engine = self._factory()
+            self.last_activity = time.monotonic()  # the idle clock starts once the model is ready
         except Exception as exc:  # reported through /health, never a crash loop
             log.exception("engine failed to load")
             self.error = f"{type(exc).__name__}: {exc}"
@@ -134,6 +137,12 @@ def build_app(host: EngineHost, token: str | None = None) -> Starlette:
             return JSONResponse(result.to_dict())
         return _stream(request, engine, req)
 
+    async def score(request: Request) -> Response:
+        req = ScoreRequest.from_dict(await _json_body(request))
+        engine = ready_engine()
+        result = await asyncio.to_thread(engine.score, req)
+        return JSONResponse(result.to_dict())
+
     async def completions(request: Request) -> Response:
         body = await _json_body(request)
         req = _fim_request(body)
@@ -173,6 +182,7 @@ def build_app(host: EngineHost, token: str | None = None) -> Starlette:
     routes = [
         Route("/v1/infill", endpoint(infill), methods=["POST"]),
         Route("/v1/completions", endpoint(completions), methods=["POST"]),
+        Route("/v1/score", endpoint(score), methods=["POST"]),
         Route("/health", health, methods=["GET"]),
         Route("/metrics", endpoint(metrics), methods=["GET"]),
     ]
@@ -282,7 +292,8 @@ def serve(engine_factory, socket_path: Path | None, host: str | None, port: int 
         while not server.should_exit:
             await asyncio.sleep(0.5)
             idle = time.monotonic() - engine_host.last_activity
-            if idle_exit_s and engine_host.in_flight == 0 and idle > idle_exit_s:
+            loading = engine_host.engine is None and engine_host.error is None
+            if idle_exit_s and not loading and engine_host.in_flight == 0 and idle > idle_exit_s:
                 log.info("idle for %.0fs, exiting", idle)
                 server.should_exit = True
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .checkpoint import load
+from .checkpoint import LoadedModel, load
 from .denoise import SpecialIds, denoise_pass
 from .metrics import EngineMetrics
 from .protocol import (
@@ -33,8 +33,12 @@ from .protocol import (
     InfillResult,
     ProtocolError,
     RequestCancelled,
+    ScoreRequest,
+    ScoreResult,
 )
-from .runner import ModelRunner
+from .scoring import score_span
+from .families.defaults import DEFAULTS, defaults_for
+from .families.family_runner import make_runner
 from .scheduler import ActiveHole, RequestState, Scheduler
 
 log = logging.getLogger("dllm_engine")
@@ -50,6 +54,10 @@ class EngineConfig:
     cache_mb: int = 512  # context KV cache budget
     threads: int | None = None  # torch CPU threads (None: torch's default)
     buckets: tuple[int, ...] = (8, 16, 32, 64, 128)
+    kernels: str = "auto"  # auto: Triton on CUDA, torch elsewhere; "triton" / "torch" to force
+    # Bidirectional families: refresh the approximate context cache every N passes
+    # (1 = exact, full recompute each pass; None = the family's recommended schedule).
+    refresh_every: int | None = None
 
     def __post_init__(self) -> None:
         if self.device == "auto":
@@ -58,6 +66,8 @@ class EngineConfig:
             self.dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
         if self.dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError(f"dtype must be float32, bfloat16 or float16, got {self.dtype!r}")
+        if self.kernels not in ("auto", "triton", "torch"):
+            raise ValueError(f"kernels must be auto, triton or torch, got {self.kernels!r}")
         if self.max_batch < 1 or self.max_queue < 1:
             raise ValueError("max_batch and max_queue must be at least 1")
         self.buckets = tuple(sorted(self.buckets))
@@ -79,26 +89,35 @@ class RequestHandle:
 
 
 class Engine:
-    def __init__(self, config: EngineConfig | None = None) -> None:
+    def __init__(self, config: EngineConfig | None = None, loaded: LoadedModel | None = None) -> None:
+        """`loaded` serves an already built model (benchmarks with random weights) instead of loading."""
         self.config = config or EngineConfig()
         if self.config.threads:
             torch.set_num_threads(self.config.threads)
         t0 = time.perf_counter()
-        self.loaded = load(self.config.model, self.config.device, getattr(torch, self.config.dtype))
+        self.loaded = loaded or load(self.config.model, self.config.device, getattr(torch, self.config.dtype))
         if self.loaded.tokenizer is None:
             raise ProtocolError(f"{self.loaded.path}: no tokenizer.json; the engine needs one to infill text")
+        self.loaded.model.use_kernels(None if self.config.kernels == "auto" else self.config.kernels)
         self.load_seconds = time.perf_counter() - t0
         cfg = self.loaded.config
         self.tokenizer = self.loaded.tokenizer
-        self.runner = ModelRunner(self.loaded, self.config.cache_mb * 2**20)
+        # The native exact-cache runner, or a family runner (approximate or block cache).
+        self.runner = make_runner(self.loaded, self.config.cache_mb * 2**20, refresh_every=self.config.refresh_every)
+        if cfg.family in DEFAULTS and cfg.family != "native":
+            self.config.buckets = tuple(sorted(defaults_for(cfg.family).buckets))
+        ends = [cfg.pad_token_id, cfg.eos_token_id, *cfg.extra.get("end_ids", [])]
         self.special = SpecialIds(
             mask=cfg.mask_token_id,
-            end=tuple(sorted({i for i in (cfg.pad_token_id, cfg.eos_token_id) if i >= 0})),
+            # The canonical end (what surplus slots become) first: pad, else EOS.
+            end=tuple(dict.fromkeys(i for i in ends if i is not None and i >= 0)),
             banned=tuple(i for i in (cfg.mask_token_id, cfg.suffix_token_id, cfg.prefix_token_id) if i >= 0),
         )
         self.scheduler = Scheduler(self.config.max_batch, self.config.max_queue)
         self.metrics = EngineMetrics()
         self._cond = threading.Condition()
+        # The runner is used by the engine loop and by score(); one at a time.
+        self._runner_lock = threading.Lock()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="dllm-engine", daemon=True)
         self._thread.start()
@@ -121,6 +140,12 @@ class Engine:
 
     def infill(self, request: InfillRequest, timeout: float | None = None) -> InfillResult:
         return self.submit(request).result(timeout)
+
+    def score(self, request: ScoreRequest) -> ScoreResult:
+        """Token-by-token likelihood of existing code (see scoring.py); runs between passes."""
+        request.validate()
+        with self._runner_lock:
+            return score_span(self, request)
 
     def health(self) -> dict:
         return {
@@ -155,11 +180,12 @@ class Engine:
                     break
                 admissions = self.scheduler.next_admissions()
             try:
-                self._drop_cancelled()
-                for state, hole in admissions:
-                    self._admit(state, hole)
-                if self.scheduler.active:
-                    self._step()
+                with self._runner_lock:
+                    self._drop_cancelled()
+                    for state, hole in admissions:
+                        self._admit(state, hole)
+                    if self.scheduler.active:
+                        self._step()
             except Exception as exc:  # never let one bad pass kill the resident engine
                 log.exception("engine pass failed")
                 for active in list(self.scheduler.active):
@@ -232,8 +258,11 @@ class Engine:
         for row, a in enumerate(active):
             canvases[row, : a.canvas.numel()] = a.canvas
         valid = torch.arange(width, device=self.runner.device)[None] < lengths[:, None]
-        logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths)
         params = [a.params for a in active]
+        masked = (canvases == self.special.mask) & valid
+        # The LM head only where a token may be committed, unless re-masking needs every slot.
+        rows = None if any(p.remask_below > 0 for p in params) else masked
+        logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows)
         out = denoise_pass(
             logits, canvases, valid, self.special,
             threshold=torch.tensor([p.threshold for p in params], device=self.runner.device),
@@ -244,7 +273,6 @@ class Engine:
         )
         last_pass = torch.tensor([p.max_passes is not None and a.passes + 1 >= p.max_passes
                                   for a, p in zip(active, params)], device=self.runner.device)
-        masked = (canvases == self.special.mask) & valid
         commit = out.commit | (masked & last_pass[:, None])  # the pass cap commits what is left
         new_canvases = torch.where(commit, out.tokens, canvases)
         committed = commit.sum(-1).tolist()
@@ -253,7 +281,8 @@ class Engine:
         for row, a in enumerate(active):
             a.passes += 1
             a.committed_per_pass.append(int(committed[row]))
-            a.canvas = new_canvases[row, : a.canvas.numel()].clone()
+            n = a.canvas.numel()
+            a.canvas = self.runner.edit_canvas(new_canvases[row, :n].clone(), commit[row, :n], a.max_tokens)
             if a.remask_budget > 0:
                 self._remask(a, out.token_prob[row], commit[row])
             reason = self._advance(a)

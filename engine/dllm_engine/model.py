@@ -28,9 +28,10 @@ class RMSNorm(nn.Module):
         super().__init__()
         self.weight = nn.Parameter(torch.ones(dim))
         self.eps = eps
+        self.kernels: ops.Force = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return ops.rms_norm(x, self.weight, self.eps)
+        return ops.rms_norm(x, self.weight, self.eps, self.kernels)
 
 
 class Attention(nn.Module):
@@ -46,8 +47,9 @@ class Attention(nn.Module):
             self.k_norm = RMSNorm(self.d, cfg.rms_norm_eps)
         else:
             self.q_norm = self.k_norm = None
+        self.kernels: ops.Force = None
 
-    def forward(self, x, cos, sin, mask, past):
+    def forward(self, x, cos, sin, mask, past, canvas=None):
         b, s, _ = x.shape
         q = self.q_proj(x).view(b, s, self.h, self.d)
         k = self.k_proj(x).view(b, s, self.kv, self.d)
@@ -55,9 +57,21 @@ class Attention(nn.Module):
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B, H, S, D]
-        q, k = ops.apply_rope(q, cos, sin), ops.apply_rope(k, cos, sin)
+        q, k = ops.rope_qk(q, k, cos, sin, self.kernels)
         new_kv = (k, v)
-        if past is not None:
+        if canvas is not None and past is not None and len(past) == 3 and ops.use_fused_canvas(q, self.kernels):
+            # Fused canvas attention over the cached context (CUDA): no buffer write, no mask.
+            k_buf, v_buf, offset = past
+            out = ops.canvas_attention(q, k_buf[:, :, :offset], v_buf[:, :, :offset], k, v, canvas, self.kernels)
+            return self.o_proj(out.transpose(1, 2).reshape(b, s, self.h * self.d)), new_kv
+        if past is not None and len(past) == 3:
+            # A preallocated [B, Hkv, T+room, D] buffer with the context in front:
+            # write the new rows in place instead of concatenating the whole context.
+            k_buf, v_buf, offset = past
+            k_buf[:, :, offset:offset + s] = k
+            v_buf[:, :, offset:offset + s] = v
+            k, v = k_buf[:, :, : offset + s], v_buf[:, :, : offset + s]
+        elif past is not None:
             k = torch.cat((past[0], k), dim=2)
             v = torch.cat((past[1], v), dim=2)
         out = ops.attention(q, k, v, mask)  # [B, H, S, D]
@@ -70,9 +84,10 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
+        self.kernels: ops.Force = None
 
     def forward(self, x):
-        return self.down_proj(ops.swiglu(self.gate_proj(x), self.up_proj(x)))
+        return self.down_proj(ops.swiglu(self.gate_proj(x), self.up_proj(x), self.kernels))
 
 
 class Block(nn.Module):
@@ -83,8 +98,8 @@ class Block(nn.Module):
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.mlp = MLP(cfg)
 
-    def forward(self, x, cos, sin, mask, past):
-        attn, new_kv = self.self_attn(self.input_layernorm(x), cos, sin, mask, past)
+    def forward(self, x, cos, sin, mask, past, canvas=None):
+        attn, new_kv = self.self_attn(self.input_layernorm(x), cos, sin, mask, past, canvas)
         x = x + attn
         return x + self.mlp(self.post_attention_layernorm(x)), new_kv
 
@@ -105,8 +120,15 @@ class DiffusionTransformer(nn.Module):
         self.lm_head = nn.Linear(cfg.hidden_size, cfg.vocab_size, bias=False)
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
+        self.kernels: ops.Force = None
         inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float64) / cfg.head_dim))
         self.register_buffer("inv_freq", inv_freq.float(), persistent=False)
+
+    def use_kernels(self, force: ops.Force) -> None:
+        """None: Triton on CUDA, torch elsewhere; "triton" / "torch": forced (tests, benchmarks)."""
+        for module in self.modules():
+            if hasattr(module, "kernels"):
+                module.kernels = force
 
     def rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """cos/sin [B, 1, S, D] for integer positions [B, S] (computed in float32)."""
@@ -122,17 +144,28 @@ class DiffusionTransformer(nn.Module):
         past: KV | None = None,
         return_kv: bool = False,
         logits_slice: slice | None = None,
+        logits_rows: torch.Tensor | None = None,
+        canvas: ops.CanvasSpec | None = None,
     ) -> tuple[torch.Tensor, KV | None]:
-        """Logits [B, S', V] for the rows in `logits_slice` (all by default), plus the new tokens' K/V."""
+        """Logits [B, S', V] for the rows in `logits_slice` (all by default), plus the new tokens' K/V.
+
+        `past` is a list of (k, v) per layer, or of (k_buf, v_buf, offset) for a
+        preallocated buffer the new rows are written into. `logits_rows` (bool
+        [B, S]) computes the LM head only where needed; other rows are zero.
+        """
         x = self.model.embed_tokens(ids)
         cos, sin = self.rope(positions)
         cos, sin = cos.to(x.dtype), sin.to(x.dtype)
         new_kv: KV = []
         for i, layer in enumerate(self.model.layers):
-            x, kv = layer(x, cos, sin, mask, past[i] if past is not None else None)
+            x, kv = layer(x, cos, sin, mask, past[i] if past is not None else None, canvas)
             if return_kv:
                 new_kv.append(kv)
         if logits_slice is not None:
             x = x[:, logits_slice]
+        if logits_rows is not None:
+            out = x.new_zeros(*x.shape[:2], self.config.vocab_size)
+            out[logits_rows] = self.lm_head(self.model.norm(x[logits_rows]))
+            return out, (new_kv if return_kv else None)
         logits = self.lm_head(self.model.norm(x)) if x.shape[1] else x.new_zeros(x.shape[0], 0, self.config.vocab_size)
         return logits, (new_kv if return_kv else None)

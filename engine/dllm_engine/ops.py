@@ -1,48 +1,72 @@
 """The engine's one dispatch point for the hot-path ops.
 
 On CUDA with Triton available the kernels in `dllm_kernels` run; everywhere
-else the plain-torch references do. The choice is made per call from the
-tensor's device, never from environment variables at import time.
+else the plain-torch path does. The choice is made per call from the tensor's
+device, or forced by `EngineConfig.kernels` ("triton" / "torch") through the
+model, never from environment variables at import time.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
+from dllm_kernels import dispatch as kernels
 
-try:  # dllm_kernels imports triton lazily; its dispatch falls back to torch itself
-    from dllm_kernels import dispatch as _kernels
-except ImportError:  # pragma: no cover - the kernels package is part of this distribution
-    _kernels = None
+Force = str | None  # None: by device; "triton" or "torch": forced
 
 
-def _use_kernels(t: torch.Tensor) -> bool:
-    return _kernels is not None and t.is_cuda
+@dataclass(frozen=True)
+class CanvasSpec:
+    """Describes a canvas pass so the fused canvas-attention kernel can replace masked SDPA."""
+
+    context_lens: torch.Tensor  # [B] rows of the context buffer that are real
+    canvas_lens: torch.Tensor  # [B] canvas slots that are real
 
 
-def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    if _use_kernels(x):
-        return _kernels.rms_norm(x, weight, eps)
+def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, force: Force = None) -> torch.Tensor:
+    if kernels.use_triton(x, force):
+        return kernels.rms_norm(x, weight, eps, force="triton")
     xf = x.float()
     xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
     return (xf * weight.float()).to(x.dtype)
 
 
-def swiglu(gate: torch.Tensor, up: torch.Tensor) -> torch.Tensor:
-    if _use_kernels(gate):
-        return _kernels.swiglu(gate, up)
+def swiglu(gate: torch.Tensor, up: torch.Tensor, force: Force = None) -> torch.Tensor:
+    if kernels.use_triton(gate, force):
+        return kernels.swiglu(gate, up, force="triton")
     return F.silu(gate) * up
 
 
-def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    """Rotate-half RoPE. x [B, H, S, D]; cos/sin [B, 1, S, D] (already gathered by position)."""
+def rope_qk(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor,
+            force: Force = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Rotate-half RoPE. q [B, H, S, D], k [B, Hkv, S, D]; cos/sin [B, 1, S, D] gathered by position."""
+    if kernels.use_triton(q, force):
+        q, k = q.contiguous(), k.contiguous()
+        half = q.shape[-1] // 2
+        return kernels.apply_rope(q, k, cos[:, 0, :, :half].float(), sin[:, 0, :, :half].float(), force="triton")
+    return _rope(q, cos, sin), _rope(k, cos, sin)
+
+
+def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     half = x.shape[-1] // 2
-    x1, x2 = x[..., :half], x[..., half:]
-    rotated = torch.cat((-x2, x1), dim=-1)
+    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
     return (x.float() * cos + rotated.float() * sin).to(x.dtype)
 
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """q [B, H, S, D], k/v [B, Hkv, T, D], mask bool [B|1, 1, S, T] (True = may attend)."""
+    """q [B, H, S, D], k/v [B, Hkv, T, D], mask bool [B|1, 1, S|1, T] (True = may attend)."""
     gqa = q.shape[1] != k.shape[1]
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
+
+
+def canvas_attention(q, k_ctx, v_ctx, k_canvas, v_canvas, spec: CanvasSpec, force: Force = None):
+    """Canvas queries over [context ++ canvas] with the fused kernel (no concatenation)."""
+    scale = q.shape[-1] ** -0.5
+    return kernels.canvas_attention(q, k_ctx, v_ctx, spec.context_lens, k_canvas, v_canvas, scale,
+                                    spec.canvas_lens, force=force)
+
+
+def use_fused_canvas(q: torch.Tensor, force: Force) -> bool:
+    return kernels.use_triton(q, force)

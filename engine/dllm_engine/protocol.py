@@ -206,3 +206,67 @@ def _build(cls: type, data: Any, what: str):
         return cls(**data)
     except TypeError as exc:  # missing required field
         raise ProtocolError(f"bad {what}: {exc}") from None
+
+
+@dataclass
+class ScoreRequest:
+    """Score every token of `span` (existing code) given the text around it.
+
+    A diffusion model sees both sides: each token is masked (a `stride`-th of
+    the span at a time, all in one batched pass) and its probability read back.
+    Very unlikely tokens are candidates for a fix (typos, wrong names).
+    """
+
+    prefix: str
+    span: str
+    suffix: str = ""
+    stride: int = 4
+    request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+
+    def validate(self) -> None:
+        if not all(isinstance(x, str) for x in (self.prefix, self.span, self.suffix)):
+            raise ProtocolError("prefix, span and suffix must be strings")
+        if not self.span:
+            raise ProtocolError("span must not be empty")
+        if len(self.span) > 4000:
+            raise ProtocolError(f"span of {len(self.span)} characters is too long to score at once (max 4000)")
+        if not (1 <= self.stride <= 16):
+            raise ProtocolError(f"stride must be in [1, 16], got {self.stride!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Any) -> "ScoreRequest":
+        req = _build(cls, data, "score request")
+        try:
+            req.validate()
+        except TypeError as exc:
+            raise ProtocolError(f"bad field type: {exc}") from None
+        return req
+
+
+@dataclass
+class TokenScore:
+    start: int  # character offsets into the span
+    end: int
+    text: str
+    prob: float  # the model's probability of the token that is there
+    alternative: str  # the model's preferred token at this slot
+    alternative_prob: float
+
+
+@dataclass
+class ScoreResult:
+    request_id: str
+    tokens: list[TokenScore]
+    model: str
+    elapsed_ms: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ScoreResult":
+        return cls(tokens=[TokenScore(**t) for t in data["tokens"]],
+                   **{k: v for k, v in data.items() if k != "tokens"})

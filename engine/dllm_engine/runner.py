@@ -17,6 +17,7 @@ import torch
 from .checkpoint import LoadedModel
 from .context_cache import PrefixCache
 from .layout import causal_mask, native_context_ids
+from .ops import CanvasSpec
 from .protocol import ProtocolError
 
 
@@ -42,6 +43,8 @@ class ModelRunner:
         self._batch_key: tuple | None = None
         self._batch_kv: list[tuple[torch.Tensor, torch.Tensor]] = []
         self._batch_lens: torch.Tensor | None = None
+        self._batch_t_max = 0
+        self._batch_room = 0
 
     @property
     def window(self) -> int:
@@ -69,33 +72,50 @@ class ModelRunner:
         stored = self.cache.store(ids, key, reuse, new)
         return EncodedContext(kv=stored.buf[:, :, :, : ids.numel()], length=ids.numel(), reused=reuse)
 
-    def _stack_contexts(self, contexts: list[EncodedContext]) -> None:
-        """Pad every context's K/V to the longest, once per batch composition."""
+    def _stack_contexts(self, contexts: list[EncodedContext], canvas_len: int) -> None:
+        """Pad every context's K/V to the longest, once per batch composition.
+
+        The buffer keeps room after the contexts for the canvas rows, which each
+        pass writes in place (no per-pass copy of the whole context).
+        """
         key = tuple(c.serial for c in contexts)
-        if key == self._batch_key:
+        if key == self._batch_key and self._batch_room >= canvas_len:
             return
         t_max = max(c.length for c in contexts)
+        room = max(canvas_len, 2 * canvas_len if key == self._batch_key else canvas_len)
         layers, _, hkv, _, d = contexts[0].kv.shape
-        stacked = contexts[0].kv.new_zeros(layers, 2, len(contexts), hkv, t_max, d)
+        stacked = contexts[0].kv.new_zeros(layers, 2, len(contexts), hkv, t_max + room, d)
         for row, ctx in enumerate(contexts):
             stacked[:, :, row, :, : ctx.length] = ctx.kv
         self._batch_kv = [(stacked[i, 0], stacked[i, 1]) for i in range(layers)]
         self._batch_lens = torch.tensor([c.length for c in contexts], device=self.device)
         self._batch_key = key
+        self._batch_t_max = t_max
+        self._batch_room = room
 
     @torch.inference_mode()
-    def canvas_logits(self, contexts: list[EncodedContext], canvases: torch.Tensor, canvas_lens: torch.Tensor) -> torch.Tensor:
-        """Logits [B, L, V] for canvases [B, L] (rows padded past canvas_lens[b])."""
-        self._stack_contexts(contexts)
+    def canvas_logits(self, contexts: list[EncodedContext], canvases: torch.Tensor, canvas_lens: torch.Tensor,
+                      rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Logits [B, L, V] for canvases [B, L] (rows padded past canvas_lens[b]).
+
+        With `rows` (bool [B, L]) only those slots get logits (the others are zero).
+        """
         b, length = canvases.shape
+        self._stack_contexts(contexts, length)
         ctx_lens = self._batch_lens
-        t_max = self._batch_kv[0][0].shape[2]
+        t_max = self._batch_t_max
         positions = ctx_lens[:, None] + torch.arange(length, device=self.device)[None]
         cols_ctx = torch.arange(t_max, device=self.device)[None] < ctx_lens[:, None]
         cols_canvas = torch.arange(length, device=self.device)[None] < canvas_lens[:, None]
         mask = torch.cat((cols_ctx, cols_canvas), dim=1)[:, None, None, :]  # [B, 1, 1, Tmax+L]
-        logits, _ = self.model(canvases, positions, mask=mask, past=self._batch_kv)
+        past = [(k, v, t_max) for k, v in self._batch_kv]
+        spec = CanvasSpec(context_lens=ctx_lens, canvas_lens=canvas_lens)
+        logits, _ = self.model(canvases, positions, mask=mask, past=past, logits_rows=rows, canvas=spec)
         return logits
+
+    def edit_canvas(self, canvas: torch.Tensor, committed: torch.Tensor, max_tokens: int) -> torch.Tensor:
+        """Length edits after a pass: none for the native layout (DreamOn's runner has some)."""
+        return canvas
 
     def forget_batch(self) -> None:
         self._batch_key, self._batch_kv, self._batch_lens = None, [], None

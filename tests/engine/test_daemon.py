@@ -140,3 +140,16 @@ def test_tcp_needs_a_token(tiny_model):
                        env={**os.environ, "DLLM_LSP_TOKEN": ""})
     assert r.returncode != 0
     assert "token" in r.stderr
+
+
+async def test_score_over_the_socket(daemon):
+    from dllm_engine.protocol import ScoreRequest
+
+    client = DaemonClient(socket_path=daemon)
+    try:
+        r = await client.score(ScoreRequest(prefix="def f(x):\n", span="    return x + 1\n", suffix=""))
+    finally:
+        await client.close()
+    assert "".join(t.text for t in r.tokens) == "    return x + 1\n"
+    with http(daemon) as c:
+        assert c.post("/v1/score", json={"prefix": "", "span": ""}).status_code == 400

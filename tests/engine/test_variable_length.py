@@ -16,7 +16,7 @@ def scripted(engine, target, p_target=0.95, p_pad_inside=0.0):
     pad = engine.special.end[0]
     vocab = engine.loaded.config.vocab_size
 
-    def canvas_logits(contexts, canvases, lens):
+    def canvas_logits(contexts, canvases, lens, rows=None):
         b, length = canvases.shape
         probs = torch.full((b, length, vocab), 1e-6)
         for j in range(length):

@@ -1,0 +1,66 @@
+"""Shared timing and reporting for the benchmark scripts (torch only; no dllm_lsp imports)."""
+
+from __future__ import annotations
+
+import datetime
+import platform
+import statistics
+import sys
+import time
+
+import torch
+
+
+def timer(device: str):
+    """fn -> median milliseconds: CUDA events via triton.testing.do_bench on GPU, perf_counter on CPU."""
+    if device == "cuda":
+        from triton.testing import do_bench
+
+        return lambda fn: do_bench(fn, warmup=25, rep=100, return_mode="median")
+
+    def cpu_ms(fn, reps: int = 5) -> float:
+        fn()  # warm-up
+        samples = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            fn()
+            samples.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(samples)
+
+    return cpu_ms
+
+
+def machine(device: str) -> str:
+    if device == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        return f"{props.name} ({props.total_memory / 2**30:.0f} GiB), torch {torch.__version__}"
+    return f"{platform.processor() or platform.machine()} CPU, torch {torch.__version__}, {torch.get_num_threads()} threads"
+
+
+def section(title: str, device: str, lines: list[str]) -> str:
+    """A RESULTS.md section: title, command, machine, date, then the body."""
+    when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    head = [
+        f"## {title}",
+        "",
+        f"- command: `python {' '.join(sys.argv)}`",
+        f"- machine: {machine(device)}",
+        f"- date: {when}",
+        "",
+    ]
+    return "\n".join(head + lines) + "\n"
+
+
+def emit(text: str, results: str | None) -> None:
+    print(text)
+    if results:
+        with open(results, "a", encoding="utf-8") as fh:
+            fh.write("\n" + text)
+
+
+def pick_device(requested: str | None) -> str:
+    if requested is None:
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise SystemExit("--device cuda requested but torch sees no CUDA device")
+    return requested

@@ -1,0 +1,43 @@
+"""Infill round trip through the resident engine with third-party family checkpoints.
+
+The engine builds its runner with `families.family_runner.make_runner`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from ckpt_writers import FAMILY_NAMES, write_checkpoint
+from dllm_engine.engine import Engine, EngineConfig
+from dllm_engine.families.family_runner import FamilyRunner
+from dllm_engine.protocol import Hole, InfillRequest
+
+
+@pytest.fixture
+def family_engine(tmp_path):
+    engines = []
+
+    def start(family):
+        write_checkpoint(tmp_path / family, family)
+        eng = Engine(EngineConfig(model=str(tmp_path / family), device="cpu", dtype="float32", buckets=(4, 8)))
+        engines.append(eng)
+        return eng
+
+    yield start
+    for eng in engines:
+        eng.shutdown()
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_engine_infill_round_trip(family_engine, family):
+    eng = family_engine(family)
+    assert isinstance(eng.runner, FamilyRunner)
+    req = InfillRequest(holes=[Hole(prefix="w5 w17 w33 w2", suffix="w8 w44", max_tokens=8),
+                               Hole(prefix="w40", suffix="w9 w88 w1", max_tokens=8)])
+    result = eng.infill(req, timeout=120)
+    assert len(result.holes) == 2
+    for hole in result.holes:
+        assert hole.finish_reason in ("end", "max_tokens")
+        assert hole.passes >= 1 and 0 <= hole.tokens <= 8
+        assert "<|mask|>" not in hole.text and "|<MASK>|" not in hole.text and "<|mdm_mask|>" not in hole.text
+    assert eng.health()["status"] == "ok"

@@ -1,0 +1,27 @@
+"""`DaemonClient(spawn=True)` starts a daemon when none listens (gopls -remote=auto) and it exits when idle."""
+
+import asyncio
+import time
+
+from dllm_engine.clients import DaemonClient
+from dllm_engine.protocol import Hole, InfillRequest
+
+
+async def test_spawns_shares_and_exits_when_idle(tiny_model, tmp_path):
+    sock = tmp_path / "rt" / "engine.sock"
+    first = DaemonClient(socket_path=sock, spawn=True, model=str(tiny_model), idle_exit_s=2.0)
+    second = DaemonClient(socket_path=sock, spawn=True, model=str(tiny_model), idle_exit_s=2.0)
+    try:
+        a = await first.infill(InfillRequest(holes=[Hole(prefix="x = ", max_tokens=4)]))
+        b = await second.infill(InfillRequest(holes=[Hole(prefix="y = ", max_tokens=4)]))
+        assert a.holes[0].passes >= 1 and b.holes[0].passes >= 1
+        assert first._spawned is not None and second._spawned is None  # the second one reused it
+        assert (await second.health())["requests_done"] == 2
+    finally:
+        await first.close()
+        await second.close()
+    deadline = time.monotonic() + 30
+    while sock.exists() and time.monotonic() < deadline:
+        await asyncio.sleep(0.2)
+    assert not sock.exists()
+    assert first._spawned.wait(10) == 0

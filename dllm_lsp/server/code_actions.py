@@ -14,7 +14,6 @@ from lsprotocol import types
 
 from .conversions import InvalidPosition
 from .diagnostics import DIAGNOSTIC_SOURCE
-from .range_edits import regenerate_selection
 
 if TYPE_CHECKING:
     from .server import DllmServer
@@ -63,6 +62,8 @@ def register(ls: "DllmServer") -> None:
         data: Any = action.data
         if action.title != REGENERATE_TITLE or not isinstance(data, dict):
             return action
+        from .range_edits import regenerate_selection
+
         try:
             rng = ls.protocol._converter.structure(data["range"], types.Range)
             edit = await regenerate_selection(ls, data["uri"], rng)

@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING, Any
 from lsprotocol import types
 
 from .conversions import InvalidPosition
-from .range_edits import fill_holes, regenerate_selection
 
 if TYPE_CHECKING:
     from .server import DllmServer
@@ -46,6 +45,8 @@ def register(ls: "DllmServer") -> None:
             rng = ls.protocol._converter.structure(args[1], types.Range)
         except Exception as exc:
             raise CommandError(f"argument 2 must be an LSP range: {exc}") from None
+        from .range_edits import regenerate_selection
+
         try:
             edit = await regenerate_selection(ls, uri, rng)
         except InvalidPosition as exc:
@@ -54,6 +55,8 @@ def register(ls: "DllmServer") -> None:
 
     @ls.command("dllm.fillHoles")
     async def fill(*args: Any) -> dict[str, Any]:
+        from .range_edits import fill_holes
+
         return await _apply(ls, "dllm: fill holes", await fill_holes(ls, _uri(args)))
 
     @ls.command("dllm.toggleCompletions")
@@ -80,11 +83,24 @@ def register(ls: "DllmServer") -> None:
         return ls.engine.status.to_json()
 
     @ls.command("dllm.serverStats")
-    def stats(*args: Any) -> dict[str, Any]:
+    async def stats(*args: Any) -> dict[str, Any]:
         """Counters for benchmarks and bug reports (not part of the editor contract)."""
+        last = ls.engine.last_result
+        health = None
+        if ls.engine.client is not None:
+            try:
+                health = await asyncio.wait_for(ls.engine.client.health(), 5)
+            except Exception as exc:
+                health = {"error": str(exc)}
         return {
             "scheduler": ls.scheduler.stats.to_json(),
             "engineRequests": ls.engine.requests,
+            "engineCancelled": ls.engine.cancelled,
             "engineFailures": ls.engine.failures,
+            "lastResult": None if last is None else {
+                "passes": last.passes, "elapsedMs": last.elapsed_ms, "model": last.model,
+                "holes": [{"text": h.text, "finishReason": h.finish_reason, "tokens": h.tokens} for h in last.holes]},
+            "engineHealth": health,
+            "engineAnswerMs": list(ls.scheduler.engine_answer_ms),
             "maxRssKb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         }

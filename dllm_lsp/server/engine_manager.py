@@ -16,10 +16,15 @@ import time
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from dllm_engine.clients import EngineClient, EngineUnavailable
+import importlib
+from typing import TYPE_CHECKING
+
 from dllm_engine.protocol import EngineBusy, InfillRequest, InfillResult, ProtocolError, RequestCancelled
 
 from .options import EngineOptions
+
+if TYPE_CHECKING:  # dllm_engine.clients imports httpx (~0.3 s): not on the way to `initialize`
+    from dllm_engine.clients import EngineClient
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +46,7 @@ class EngineStatus:
         return {"state": self.state, "model": self.model, "lastLatencyMs": self.last_latency_ms, "message": self.message}
 
 
-def create_client(opts: EngineOptions) -> EngineClient:
+def create_client(opts: EngineOptions) -> "EngineClient":
     """The client for `opts.mode`. Raises ValueError for settings that cannot work."""
     from dllm_engine.clients import DaemonClient, InProcessClient, OpenAIFimClient
 
@@ -72,13 +77,13 @@ class EngineManager:
         options: EngineOptions,
         on_status: Callable[[EngineStatus], None],
         on_problem: Callable[[str], None],
-        factory: Callable[[EngineOptions], EngineClient] = create_client,
+        factory: Callable[[EngineOptions], "EngineClient"] = create_client,
     ) -> None:
         self._options = options
         self._on_status = on_status
         self._on_problem = on_problem
         self._factory = factory
-        self._client: EngineClient | None = None
+        self._client: "EngineClient | None" = None
         self._retry_at = 0.0
         self._backoff = 1.0
         self._loaded = False
@@ -86,6 +91,8 @@ class EngineManager:
         self.status = EngineStatus("loading", describe_model(options))
         self.requests = 0
         self.failures = 0
+        self.cancelled = 0  # engine requests cancelled before they finished (superseded or $/cancelRequest)
+        self.last_result: InfillResult | None = None
         self._warming: asyncio.Task | None = None
 
     def start_warm_up(self, report: Callable[[str], None] | None = None) -> asyncio.Task:
@@ -95,7 +102,7 @@ class EngineManager:
         return self._warming
 
     @property
-    def client(self) -> EngineClient | None:
+    def client(self) -> "EngineClient | None":
         """The current connection, if any (None before the first request and after a failure)."""
         return self._client
 
@@ -153,7 +160,7 @@ class EngineManager:
             except Exception:
                 log.exception("closing the engine client failed")
 
-    def _get_client(self) -> EngineClient | None:
+    def _get_client(self) -> "EngineClient | None":
         if self._client is not None:
             return self._client
         if time.monotonic() < self._retry_at:
@@ -176,6 +183,8 @@ class EngineManager:
 
     async def warm_up(self, report: Callable[[str], None] | None = None) -> bool:
         """Connect and load the model before the first keystroke needs it."""
+        # Import the clients (httpx) off the event loop, so the server keeps answering meanwhile.
+        await asyncio.to_thread(importlib.import_module, "dllm_engine.clients")
         client = self._get_client()
         if client is None:
             return False
@@ -241,6 +250,7 @@ class EngineManager:
         try:
             result = await asyncio.wait_for(client.infill(request), timeout_s + 5.0 if self._loaded else LOAD_TIMEOUT_S)
         except asyncio.CancelledError:
+            self.cancelled += 1
             raise
         except (EngineBusy, RequestCancelled) as exc:
             log.info("engine did not serve request %s: %s", request.request_id, exc)
@@ -256,10 +266,13 @@ class EngineManager:
             self._fail(_explain(exc))
             return None
         self._mark_ready((time.perf_counter() - start) * 1000)
+        self.last_result = result
         return result
 
 
 def _explain(exc: BaseException) -> str:
+    from dllm_engine.clients import EngineUnavailable
+
     if isinstance(exc, EngineUnavailable):
         return str(exc)
     if isinstance(exc, asyncio.TimeoutError):

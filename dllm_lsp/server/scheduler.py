@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from dataclasses import asdict, dataclass
 from typing import Awaitable, Callable, TypeVar
 
@@ -51,6 +52,9 @@ class RequestScheduler:
         self.debounce_s = debounce_s
         self.stats = SchedulerStats()
         self._current: dict[str, _Work] = {}
+        # Request arrival to engine answer (ms), for requests the engine answered: the
+        # server-side keystroke latency, whether or not shaping kept the answer.
+        self.engine_answer_ms: deque[float] = deque(maxlen=2000)
 
     def supersede(self, key: str) -> None:
         """Cancel the running request for `key` (a newer one replaces it)."""

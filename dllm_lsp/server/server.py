@@ -8,6 +8,7 @@ thread) after `initialized`, reported through `$/progress` and `dllm/status`.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import logging
 from typing import Any
 
@@ -116,6 +117,7 @@ def create_server(base_settings: dict[str, Any] | None = None) -> DllmServer:
     @ls.feature(types.INITIALIZED)
     def on_initialized(params: types.InitializedParams) -> None:
         ls.publish_status(ls.engine.status)
+        asyncio.ensure_future(_preload())
         if ls.options.enable:
             asyncio.ensure_future(ls.load_engine())
 
@@ -171,6 +173,15 @@ def create_server(base_settings: dict[str, Any] | None = None) -> DllmServer:
     commands.register(ls)
     diagnostics.register(ls)
     return ls
+
+
+async def _preload() -> None:
+    """Import the syntax layer and range edits in a thread once `initialize` is answered."""
+    for name in ("dllm_lsp.server.infill", "dllm_lsp.server.range_edits"):
+        try:
+            await asyncio.to_thread(importlib.import_module, name)
+        except Exception:
+            log.exception("preloading %s failed", name)
 
 
 async def _pull_configuration(ls: DllmServer) -> Any:

@@ -2,29 +2,36 @@
 
 position -> offset (invalid: empty) -> cache (typing through a suggestion) ->
 debounce + supersession -> plan (syntax context) -> engine -> shaping -> cache.
-Work is done on a snapshot of the document taken after the debounce; if the
-document changed meanwhile, the request is stale and answered empty.
+The plan is made at once on a snapshot of the document (so requests where no
+completion belongs are answered without waiting); if the document changed
+during the debounce, the request is stale and answered empty without asking
+the engine (the client asks again for the newer text).
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
 from .conversions import InvalidPosition, LineIndex
-from .infill import Suggestion, language_enabled, plan_completion, request_for, shape
 from .suggestion_cache import CachedSuggestion
 
 if TYPE_CHECKING:
+    from .infill import Suggestion
     from .server import DllmServer
 
 log = logging.getLogger(__name__)
 
 
-async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: str) -> tuple[Suggestion, LineIndex] | None:
+async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: str) -> "tuple[Suggestion, LineIndex] | None":
     """A suggestion at `position` and the line index of the snapshot it refers to, or None (reason logged)."""
+    arrived = time.perf_counter()
+    # The syntax layer loads after `initialize` (server.preload), not on the way to it.
+    from .infill import Suggestion, language_enabled, plan_completion, request_for, shape
+
     opts = ls.options
     if not opts.enable or not ls.engine.enabled:
         return None
@@ -49,21 +56,32 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
         end = min(len(doc.text), offset + cached.replace_chars)
         return Suggestion(cached.text, offset, end), doc.index
 
-    version = doc.version
+    # Decide at once (on this request's snapshot) whether a completion belongs here,
+    # so "no completion" answers do not wait for the debounce.
+    index = doc.index
+    try:
+        plan = plan_completion(doc, offset, opts, ls.documents.texts())
+    except Exception:  # a bug in context extraction must cost one suggestion, not the server
+        log.exception("context extraction failed at %s:%d", uri, offset)
+        plan = None
+    if plan is None:
+        ls.scheduler.supersede(key)  # whatever was pending for this document is moot now
+        return None
 
-    async def work() -> tuple[Suggestion, LineIndex] | None:
+    async def work() -> "tuple[Suggestion, LineIndex] | None":
         current = ls.documents.get(uri)
-        if current is None or current.version != version:
+        if current is None or current.version != plan.version:
             log.debug("stale %s request for %s (document changed during the debounce)", kind, uri)
-            return None
-        index = current.index
-        plan = plan_completion(current, offset, opts, ls.documents.texts())
-        if plan is None:
             return None
         result = await ls.engine.infill(request_for([plan.hole], opts))
         if result is None or not result.holes:
             return None
-        suggestion = shape(plan, result.holes[0].text)
+        ls.scheduler.engine_answer_ms.append((time.perf_counter() - arrived) * 1000)
+        try:
+            suggestion = shape(plan, result.holes[0].text)
+        except Exception:
+            log.exception("shaping failed for %r", result.holes[0].text[:80])
+            return None
         if suggestion is None:
             return None
         ls.cache.put(uri, plan.text, offset, CachedSuggestion(suggestion.text, suggestion.replace_end - offset))

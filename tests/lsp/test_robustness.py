@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+
 from lsprotocol import types
 
 from .conftest import command, complete, inline, open_doc, pos, start, wait_for
@@ -47,6 +49,18 @@ async def test_crashing_engine_recovers_after_restart(client, fake):
     await wait_for(lambda: client.statuses and client.statuses[-1]["state"] == "ready", what="ready again")
     assert [i.insert_text for i in (await inline(client, URI, 1, 11)).items] == ["a + b"]
     assert len([m for m in client.messages if m.type == types.MessageType.Error]) == 1
+
+
+async def test_failed_connection_is_rebuilt_after_the_back_off(client, fake):
+    fake.fim.rules = [("return ", "a + b")]
+    fake.fim.status = 503
+    await start(client, fake.url)
+    open_doc(client, URI, "def add(a, b):\n    return \n")
+    assert not (await inline(client, URI, 1, 11)).items
+    fake.fim.status = 200
+    await asyncio.sleep(1.2)  # the first back-off is 1 s
+    assert [i.insert_text for i in (await inline(client, URI, 1, 11)).items] == ["a + b"]
+    assert client.statuses[-1]["state"] == "ready"
 
 
 async def test_invalid_positions_and_unknown_documents(client, fake):

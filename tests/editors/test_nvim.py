@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from editor_env import FAKE_SERVER, GHOST_TIMEOUT_MS, REPO, SERVERS, server_cmd, server_env  # noqa: E402
+from editor_env import FAKE_SERVER, GHOST_TIMEOUT_MS, no_ghost_text, REPO, SERVERS, server_cmd, server_env  # noqa: E402
 
 from fake_server import FAKE_COMPLETION, REGENERATED  # noqa: E402
 
@@ -136,9 +136,7 @@ def test_nvim_with_real_server(which, kind, tmp_path, artifacts):
         buffer = "\n".join(result["buffer_after_regenerate"])
         assert all(text in buffer for text in _new_texts(response["edit"])), (response, buffer)
     if result.get("ghost") is None:
-        pytest.xfail("the default model offered no ghost text after `def add(a, b):` within "
-                     f"{GHOST_TIMEOUT_MS // 1000} s "
-                     "(random-init weights: the server's shaping drops what it generates)")
+        no_ghost_text()
     ghost = result["ghost"]
     after = "\n".join(result["buffer_after_accept"])
     assert after.startswith("def add(a, b):\n    " + ghost), after

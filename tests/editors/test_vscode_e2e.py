@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from editor_env import GHOST_TIMEOUT_MS, REPO, SERVERS, server_env  # noqa: E402
+from editor_env import GHOST_TIMEOUT_MS, no_ghost_text, REPO, SERVERS, server_env  # noqa: E402
 
 from fake_server import FAKE_COMPLETION, FAKE_ITEM, FAKE_MODEL, REGENERATED  # noqa: E402
 
@@ -173,9 +173,7 @@ def test_vscode_with_real_server(kind, tmp_path, artifacts, vsix):
     regenerated = result["afterRegenerate"][0] != "def add(a, b):"
     assert regenerated or any("regenerate" in t.lower() for t in result["toasts"]), result
     if result["ghost"] is None:
-        pytest.xfail("the default model offered no ghost text after `def add(a, b):` within "
-                     f"{GHOST_TIMEOUT_MS // 1000} s "
-                     "(random-init weights: the server's shaping drops what it generates)")
+        no_ghost_text()
     first = result["ghost"].split("\n")[0].strip()
     assert first and result["afterAccept"][1].strip().startswith(first), result
     assert first in source.read_text()

@@ -162,6 +162,11 @@ def test_vscode_ghost_text_suggest_and_regenerate_with_fake_server(tmp_path, art
     # Tab accepted the ghost text; regenerate replaced line 1; both saved to disk.
     assert result["afterAccept"][:2] == ["def add(a, b):", "    " + FAKE_COMPLETION]
     assert source.read_text() == f"{REGENERATED}\n    {FAKE_COMPLETION}\n"
+    # "Show Engine Status" ran dllm.engineStatus; the fake echoes the initialization
+    # options it got, so the dllm.* settings reached the server in the contract's shape.
+    toast = result["engineStatusToast"]
+    assert f"dllm engine ready, model {FAKE_MODEL}" in toast, toast
+    assert '"debounceMs": 10' in toast and '"engine": {' in toast and '"mode": "inProcess"' in toast, toast
 
 
 @pytest.mark.parametrize("kind", [SERVERS["real"]])
@@ -174,6 +179,7 @@ def test_vscode_with_real_server(kind, tmp_path, artifacts, vsix):
     assert regenerated or any("regenerate" in t.lower() for t in result["toasts"]), result
     if result["ghost"] is None:
         no_ghost_text()
+    assert "dllm engine ready" in result["engineStatusToast"], result["engineStatusToast"]
     first = result["ghost"].split("\n")[0].strip()
     assert first and result["afterAccept"][1].strip().startswith(first), result
     assert first in source.read_text()

@@ -126,6 +126,13 @@ async function main() {
     await page.waitForTimeout(500);
     result.steps.push("regenerated");
     await shot("05-regenerated");
+
+    // "Show Engine Status" asks the server (dllm.engineStatus) and shows a toast.
+    await palette("dllm: Show Engine Status");
+    const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "dllm engine" });
+    await toast.first().waitFor({ timeout });
+    result.engineStatusToast = (await toast.first().innerText()).replace(/\s+/g, " ");
+    await shot("06-engine-status");
     result.ok = true;
   } catch (error) {
     result.ok = false;

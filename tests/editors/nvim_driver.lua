@@ -113,6 +113,15 @@ result.regenerate_response = commands.last and (commands.last.result or { error 
 result.buffer_after_regenerate = lines()
 log("regenerate")
 
+-- :DllmFillHoles on a function whose body is a hole marker.
+vim.api.nvim_buf_set_lines(0, -1, -1, true, { "def sub(a, b):", "    <HOLE>" })
+commands.last = nil
+vim.cmd("DllmFillHoles")
+vim.wait(timeout, function() return commands.last ~= nil end, 50)
+result.fill_response = commands.last and (commands.last.result or { error = commands.last.err })
+result.buffer_after_fill = lines()
+log("fill")
+
 local toggled
 commands.execute("dllm.toggleCompletions", { false }, function(r) toggled = r end)
 vim.wait(timeout, function() return toggled ~= nil end, 50)

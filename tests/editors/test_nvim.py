@@ -107,6 +107,8 @@ def test_nvim_ghost_text_commands_health_with_fake_server(which, tmp_path, artif
     # :1DllmRegenerate sent dllm.regenerateSelection with line 1's range; the edit came back.
     assert result["regenerate_response"] == {"applied": True}
     assert result["buffer_after_regenerate"] == [REGENERATED, "    " + FAKE_COMPLETION]
+    assert result["fill_response"] == {"applied": True}
+    assert result["buffer_after_fill"][-2:] == ["def sub(a, b):", "    pass"]
     assert result["toggle"] == {"enabled": False}
     assert result["engine_status"]["model"] == "fake-model"
     health = "\n".join(result["health"])
@@ -135,6 +137,7 @@ def test_nvim_with_real_server(which, kind, tmp_path, artifacts):
     if response["applied"]:
         buffer = "\n".join(result["buffer_after_regenerate"])
         assert all(text in buffer for text in _new_texts(response["edit"])), (response, buffer)
+    assert isinstance(result["fill_response"], dict) and "applied" in result["fill_response"], result["fill_response"]
     if result.get("ghost") is None:
         no_ghost_text()
     ghost = result["ghost"]

@@ -159,9 +159,11 @@ def test_vscode_ghost_text_suggest_and_regenerate_with_fake_server(tmp_path, art
     assert FAKE_MODEL in result["statusBar"], result["statusBar"]
     assert result["ghost"].strip() == FAKE_COMPLETION
     assert FAKE_ITEM in result["suggestions"], result["suggestions"]
-    # Tab accepted the ghost text; regenerate replaced line 1; both saved to disk.
+    # Tab accepted the ghost text; regenerate replaced line 1; fill holes replaced
+    # the marker; all saved to disk.
     assert result["afterAccept"][:2] == ["def add(a, b):", "    " + FAKE_COMPLETION]
-    assert source.read_text() == f"{REGENERATED}\n    {FAKE_COMPLETION}\n"
+    assert result["afterRegenerate"][:2] == [REGENERATED, "    " + FAKE_COMPLETION]
+    assert source.read_text() == f"{REGENERATED}\n    {FAKE_COMPLETION}\ndef sub(a, b):\n    pass"
     # "Show Engine Status" ran dllm.engineStatus; the fake echoes the initialization
     # options it got, so the dllm.* settings reached the server in the contract's shape.
     toast = result["engineStatusToast"]
@@ -180,6 +182,8 @@ def test_vscode_with_real_server(kind, tmp_path, artifacts, vsix):
     if result["ghost"] is None:
         no_ghost_text()
     assert "dllm engine ready" in result["engineStatusToast"], result["engineStatusToast"]
+    filled = result["afterFill"][-1].strip() != "<HOLE>"
+    assert filled or any("fill holes" in t.lower() for t in result["toasts"]), result
     first = result["ghost"].split("\n")[0].strip()
     assert first and result["afterAccept"][1].strip().startswith(first), result
     assert first in source.read_text()

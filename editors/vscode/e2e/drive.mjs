@@ -127,12 +127,33 @@ async function main() {
     result.steps.push("regenerated");
     await shot("05-regenerated");
 
+    // Fill holes: a function whose body is a hole marker, then the palette command.
+    await page.keyboard.press("Control+End");
+    await page.keyboard.type("def sub(a, b):");
+    await page.keyboard.press("Enter");
+    await page.keyboard.type("<HOLE>");
+    await page.keyboard.press("Escape");
+    const beforeFill = (await editorText()).join("\n");
+    await palette("dllm: Fill Holes in File");
+    await page.waitForFunction(
+      (prev) => [...document.querySelectorAll(".monaco-editor .view-lines .view-line")]
+        .map((e) => e.textContent.replace(/\u00a0/g, " ")).join("\n") !== prev
+        || /fill holes/i.test(document.querySelector(".notifications-toasts")?.textContent ?? ""),
+      beforeFill, { timeout },
+    );
+    result.afterFill = await editorText();
+    result.toasts.push(...(await page.locator(".notifications-toasts .notification-toast").allInnerTexts()));
+    await page.keyboard.press("Control+s");
+    await page.waitForTimeout(500);
+    result.steps.push("filled");
+    await shot("06-filled");
+
     // "Show Engine Status" asks the server (dllm.engineStatus) and shows a toast.
     await palette("dllm: Show Engine Status");
     const toast = page.locator(".notifications-toasts .notification-toast", { hasText: "dllm engine" });
     await toast.first().waitFor({ timeout });
     result.engineStatusToast = (await toast.first().innerText()).replace(/\s+/g, " ");
-    await shot("06-engine-status");
+    await shot("07-engine-status");
     result.ok = true;
   } catch (error) {
     result.ok = false;

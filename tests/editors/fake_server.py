@@ -19,6 +19,9 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 FAKE_COMPLETION = "return a + b"
+# Offered instead when the document contains MULTILINE_TRIGGER.
+MULTILINE_TRIGGER = "MULTILINE"
+FAKE_MULTILINE = "total = a + b\n    return total"
 FAKE_ITEM = "dllm_fake_item"
 REGENERATED = "regenerated_by_dllm"
 FAKE_MODEL = "fake-model"
@@ -64,9 +67,8 @@ def inline_completion(ls: LanguageServer, params: types.InlineCompletionParams):
     state["latency"] = 1.0
     publish_status()
     here = params.position
-    return types.InlineCompletionList(
-        items=[types.InlineCompletionItem(insert_text=FAKE_COMPLETION, range=types.Range(here, here))]
-    )
+    text = FAKE_MULTILINE if MULTILINE_TRIGGER in doc.source else FAKE_COMPLETION
+    return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=text, range=types.Range(here, here))])
 
 
 @server.feature(types.TEXT_DOCUMENT_COMPLETION, types.CompletionOptions(trigger_characters=["."]))

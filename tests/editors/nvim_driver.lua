@@ -76,6 +76,10 @@ local co = coroutine.create(function()
     result.ghost = ghost.shown()
     local marks = vim.api.nvim_buf_get_extmarks(0, ghost.namespace, 0, -1, { details = true })
     result.extmarks = #marks
+    result.virt_lines = {}
+    for _, chunks in ipairs((marks[1] and marks[1][4].virt_lines) or {}) do
+      result.virt_lines[#result.virt_lines + 1] = chunks[1][1]
+    end
     result.line_before_accept = vim.api.nvim_get_current_line()
     vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<Tab>", true, false, true), "m", false)
     if wait_for(function() return ghost.shown() == nil end, 2000) then

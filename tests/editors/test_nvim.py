@@ -17,7 +17,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from editor_env import FAKE_SERVER, GHOST_TIMEOUT_MS, no_ghost_text, REPO, SERVERS, server_cmd, server_env  # noqa: E402
 
-from fake_server import FAKE_COMPLETION, REGENERATED  # noqa: E402
+from fake_server import FAKE_COMPLETION, FAKE_MULTILINE, MULTILINE_TRIGGER, REGENERATED  # noqa: E402
 
 
 def _nvim_version(path: str) -> tuple[int, int] | None:
@@ -60,12 +60,12 @@ NVIM_PARAMS = [
 
 
 def drive(nvim: str, cmd: list[str], tmp_path: Path, artifacts: Path, name: str, timeout_ms: int,
-          ghost_timeout_ms: int) -> dict:
+          ghost_timeout_ms: int, text: str = "def add(a, b):\n    \n") -> dict:
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     source = project / "calc.py"
-    source.write_text("def add(a, b):\n    \n")
+    source.write_text(text)
     result_path = tmp_path / "result.json"
     env = server_env()
     env.update(
@@ -114,6 +114,19 @@ def test_nvim_ghost_text_commands_health_with_fake_server(which, tmp_path, artif
     health = "\n".join(result["health"])
     assert "client 1 running, 1 buffer(s) attached" in health
     assert str(FAKE_SERVER) in health
+
+
+@pytest.mark.parametrize("which", NVIM_PARAMS)
+def test_nvim_multiline_ghost_text(which, tmp_path, artifacts):
+    """Further lines of a suggestion are virt_lines; accepting inserts them all
+    and leaves the cursor at the end of the last one."""
+    first = f"def add(a, b):  # {MULTILINE_TRIGGER}"
+    result = drive(NVIMS[which], server_cmd("fake"), tmp_path, artifacts, f"nvim-{which}-multiline", 20000, 10000,
+                   text=f"{first}\n    \n")
+    assert result["ghost"] == FAKE_MULTILINE
+    assert result["virt_lines"] == [FAKE_MULTILINE.split("\n")[1]]
+    assert result["buffer_after_accept"] == [first, "    total = a + b", "    return total"]
+    assert result["cursor_after_accept"] == [3, len("    return total")]
 
 
 def _new_texts(edit: dict) -> list[str]:

@@ -24,6 +24,7 @@ MULTILINE_TRIGGER = "MULTILINE"
 FAKE_MULTILINE = "total = a + b\n    return total"
 FAKE_ITEM = "dllm_fake_item"
 REGENERATED = "regenerated_by_dllm"
+FILL_MARKER = "{{fill}}"  # the real server's default fillMarker
 FAKE_MODEL = "fake-model"
 
 server = LanguageServer("dllm-fake", "0.0.1")
@@ -103,9 +104,9 @@ async def fill_holes(ls: LanguageServer, uri: str):
     doc = ls.workspace.get_text_document(uri)
     edits = []
     for number, line in enumerate(doc.lines):
-        col = line.find("<HOLE>")
+        col = line.find(FILL_MARKER)
         if col >= 0:
-            r = types.Range(types.Position(number, col), types.Position(number, col + len("<HOLE>")))
+            r = types.Range(types.Position(number, col), types.Position(number, col + len(FILL_MARKER)))
             edits.append(types.TextEdit(range=r, new_text="pass"))
     return await _apply(ls, uri, edits, "Fill holes")
 

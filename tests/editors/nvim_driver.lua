@@ -118,7 +118,7 @@ result.buffer_after_regenerate = lines()
 log("regenerate")
 
 -- :DllmFillHoles on a function whose body is a hole marker.
-vim.api.nvim_buf_set_lines(0, -1, -1, true, { "def sub(a, b):", "    <HOLE>" })
+vim.api.nvim_buf_set_lines(0, -1, -1, true, { "def sub(a, b):", "    {{fill}}" })
 commands.last = nil
 vim.cmd("DllmFillHoles")
 vim.wait(timeout, function() return commands.last ~= nil end, 50)

@@ -131,7 +131,7 @@ async function main() {
     await page.keyboard.press("Control+End");
     await page.keyboard.type("def sub(a, b):");
     await page.keyboard.press("Enter");
-    await page.keyboard.type("<HOLE>");
+    await page.keyboard.type("{{fill}}");
     await page.keyboard.press("Escape");
     const beforeFill = (await editorText()).join("\n");
     await palette("dllm: Fill Holes in File");

@@ -18,6 +18,7 @@ export interface InitializationOptions {
   context: Record<string, unknown>;
   languages: unknown;
   diffusion: Record<string, unknown>;
+  fillMarker: unknown;
 }
 
 function pick(get: SettingGetter, prefix: string, keys: string[]): Record<string, unknown> {
@@ -39,5 +40,6 @@ export function initializationOptions(get: SettingGetter): InitializationOptions
     context: pick(get, "context", ["prefixTokens", "suffixTokens", "snippetTokens"]),
     languages: get("languages"),
     diffusion: pick(get, "diffusion", ["threshold", "temperature", "confidence", "seed"]),
+    fillMarker: get("fillMarker"),
   };
 }

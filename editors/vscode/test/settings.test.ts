@@ -15,6 +15,7 @@ test("settings map to the server's camelCase initializationOptions", () => {
     languages: { python: true, go: false },
     "diffusion.threshold": 0.8,
     "diffusion.seed": 3,
+    fillMarker: "TODO",
   };
   const options = JSON.parse(JSON.stringify(initializationOptions((key) => values[key])));
   assert.deepEqual(options, {
@@ -27,6 +28,7 @@ test("settings map to the server's camelCase initializationOptions", () => {
     context: { prefixTokens: 512 },
     languages: { python: true, go: false },
     diffusion: { threshold: 0.8, seed: 3 },
+    fillMarker: "TODO",
   });
 });
 

@@ -11,5 +11,6 @@ npx tsc --noEmit -p .
 npm run -s test:unit
 npx esbuild src/extension.ts --bundle --outfile=out/extension.js --platform=node --format=cjs \
   --target=node20 --external:vscode --minify --log-level=warning
-npx vsce package --no-dependencies --out dllm-lsp.vsix
+# No repository field yet (the project's public URL is not decided): allow it missing.
+npx vsce package --no-dependencies --allow-missing-repository --out dllm-lsp.vsix
 echo "built $(pwd)/dllm-lsp.vsix in $(( $(date +%s) - start )) s" >&2

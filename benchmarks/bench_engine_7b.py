@@ -7,13 +7,14 @@ confidence statistics and the commit rule: everything a denoising step runs on t
 Weights are random bf16 (no checkpoint); the context KV cache is random and 2,048 tokens
 long. The floor is the time to read every weight once from HBM (4.8 TB/s on an H200).
 
-    python benchmarks/bench_engine_7b.py --device cuda --results benchmarks/RESULTS.md
+    python benchmarks/bench_engine_7b.py --device cuda --profile --results benchmarks/RESULTS.md
     python benchmarks/bench_engine_7b.py --device cpu --small      # smoke run, torch path
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 from dataclasses import dataclass
 
 import torch
@@ -44,15 +45,20 @@ SHAPES = {
 
 def build_weights(s: Shape, device: str, dtype: torch.dtype) -> dict:
     """Random weights, std 0.02, laid out as a fused-projection inference model holds them."""
+
     def rnd(*shape, std=0.02):
         return torch.empty(*shape, device=device, dtype=dtype).normal_(0.0, std)
 
     kv = s.kv_heads * s.head_dim
     layers = [
         dict(
-            in_norm=1 + rnd(s.hidden), qkv=rnd(s.hidden + 2 * kv, s.hidden), qkv_bias=rnd(s.hidden + 2 * kv),
-            o=rnd(s.hidden, s.hidden), post_norm=1 + rnd(s.hidden),
-            gate_up=rnd(2 * s.inter, s.hidden), down=rnd(s.hidden, s.inter),
+            in_norm=1 + rnd(s.hidden),
+            qkv=rnd(s.hidden + 2 * kv, s.hidden),
+            qkv_bias=rnd(s.hidden + 2 * kv),
+            o=rnd(s.hidden, s.hidden),
+            post_norm=1 + rnd(s.hidden),
+            gate_up=rnd(2 * s.inter, s.hidden),
+            down=rnd(s.hidden, s.inter),
         )
         for _ in range(s.layers)
     ]
@@ -80,8 +86,8 @@ def denoise_pass(w, s: Shape, x, cache, ctx_lens, cos, sin, masked, threshold, t
             h, residual = dispatch.rms_norm(delta, lw["in_norm"], eps, residual, force=force)
         qkv = F.linear(h, lw["qkv"], lw["qkv_bias"])  # [B*L, N + 2*kv]
         q = qkv[:, :N].view(B, L, H, D).transpose(1, 2)  # [B, H, L, D] view
-        k = qkv[:, N:N + kv].view(B, L, Hkv, D).transpose(1, 2)  # [B, Hkv, L, D] view
-        v = qkv[:, N + kv:].view(B, L, Hkv, D).transpose(1, 2)
+        k = qkv[:, N : N + kv].view(B, L, Hkv, D).transpose(1, 2)  # [B, Hkv, L, D] view
+        v = qkv[:, N + kv :].view(B, L, Hkv, D).transpose(1, 2)
         dispatch.apply_rope(q, k, cos, sin, force=force)
         k_ctx, v_ctx = cache[i]
         o = dispatch.canvas_attention(q, k_ctx, v_ctx, ctx_lens, k, v, scale, force=force)  # [B, H, L, D]
@@ -124,6 +130,30 @@ def graph_timer(fn, measure):
     return measure(graph.replay)
 
 
+def profile_table(fn, rows: int = 15) -> list[str]:
+    """Top GPU kernels of a few passes (torch.profiler), as markdown: where a pass spends its time."""
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            fn()
+        torch.cuda.synchronize()
+    events = sorted(prof.key_averages(), key=lambda e: e.device_time_total, reverse=True)
+    total = sum(e.device_time_total for e in events) or 1.0
+    out = [
+        "",
+        "Top GPU kernels over 3 passes (batch 1, triton provider):",
+        "",
+        "| kernel | calls | total us | share |",
+        "| --- | --- | --- | --- |",
+    ]
+    for e in events[:rows]:
+        out.append(f"| `{e.key[:80]}` | {e.count} | {e.device_time_total:.0f} | {e.device_time_total / total:.1%} |")
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=("cuda", "cpu"), default=None)
@@ -132,6 +162,7 @@ def main() -> None:
     ap.add_argument("--canvas", type=int, default=32)
     ap.add_argument("--context", type=int, default=2048)
     ap.add_argument("--results", default=None, help="append a section to this markdown file")
+    ap.add_argument("--profile", action="store_true", help="CUDA: add the top kernels of a batch-1 pass")
     args = ap.parse_args()
     device = pick_device(args.device)
     s = SHAPES["small" if args.small else "7b"]
@@ -152,6 +183,7 @@ def main() -> None:
     ]
     if device == "cpu":
         lines.insert(3, "CPU run: torch path only; the floor ratio is meaningless here.")
+    profile_lines: list[str] = []
     for batch in (int(b) for b in args.batches.split(",")):
         x, cache, ctx_lens, cos, sin, masked = make_inputs(s, batch, args.canvas, context, device, dtype)
         kv_bytes = sum(t.numel() * t.element_size() for pair in cache for t in pair)
@@ -159,10 +191,7 @@ def main() -> None:
         ref = None
         for prov in providers:
             force = "torch" if prov == "torch" else None
-
-            def run(force=force):
-                return denoise_pass(w, s, x, cache, ctx_lens, cos, sin, masked, 0.9, 0.0, force=force)
-
+            run = functools.partial(denoise_pass, w, s, x, cache, ctx_lens, cos, sin, masked, 0.9, 0.0, force=force)
             commit, _, logits = run()
             if ref is None:
                 ref = (commit, logits.float())
@@ -178,7 +207,9 @@ def main() -> None:
                 f"| {kv_bytes / 1e9:.2f} GB | {diff} | {agree} |"
             )
             print(lines[-1], flush=True)
-        del cache
+            if args.profile and device == "cuda" and prov == "triton" and batch == 1:
+                profile_lines = profile_table(run)
+    lines += profile_lines
     emit(section("bench_engine_7b: one denoising pass, 7B-class shape", device, lines), args.results)
 
 

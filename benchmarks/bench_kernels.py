@@ -5,7 +5,7 @@ Shapes are a 7B-class model (hidden 3584, 28/4 heads of 128, intermediate 18944,
 On CPU only the torch side runs (Triton needs a GPU outside the interpreter); --small
 shrinks every shape for a smoke run.
 
-    python benchmarks/bench_kernels.py --device cuda --results benchmarks/RESULTS.md
+    python benchmarks/bench_kernels.py --device cuda --sweep --results benchmarks/RESULTS.md
     python benchmarks/bench_kernels.py --device cpu --small
 """
 
@@ -17,8 +17,7 @@ import torch
 import torch.nn.functional as F
 
 from _bench_common import emit, pick_device, section, timer
-from dllm_kernels import canvas_attention as attn
-from dllm_kernels import commit, confidence, kv_append, rmsnorm, rope, swiglu
+from dllm_kernels import canvas_attention, commit, confidence, context_attention, kv_append, rmsnorm, rope, swiglu
 
 
 def _shape(small: bool) -> dict:
@@ -61,17 +60,17 @@ def cases(s: dict, device: str, dtype: torch.dtype):
     scale = D**-0.5
     seen = int(lens.sum()) + B * L
     yield ("canvas_attention", f"B{B} H{H}/{Hkv} L{L} T{T} D{D}",
-           {"torch": lambda: attn.canvas_attention_reference(q, kc, vc, lens, kn, vn, scale),
+           {"torch": lambda: canvas_attention.canvas_attention_reference(q, kc, vc, lens, kn, vn, scale),
             "sdpa": lambda: _sdpa_eager(q, kc, vc, lens, kn, vn, scale),
-            "triton": lambda: attn.canvas_attention_triton(q, kc, vc, lens, kn, vn, scale)},
+            "triton": lambda: canvas_attention.canvas_attention_triton(q, kc, vc, lens, kn, vn, scale)},
            (2 * seen * Hkv * D + 2 * q.numel()) * es, 4 * seen * H * L * D)
     S = T
     qp, kp, vp = rnd(1, H, S, D), rnd(1, Hkv, S, D), rnd(1, Hkv, S, D)
     zero, full = torch.zeros(1, device=device, dtype=torch.int32), torch.full((1,), S, device=device, dtype=torch.int32)
     yield ("context_attention (prefill)", f"B1 H{H}/{Hkv} S{S} D{D} causal",
-           {"torch": lambda: attn.context_attention_reference(qp, kp, vp, zero, full, scale),
+           {"torch": lambda: context_attention.context_attention_reference(qp, kp, vp, zero, full, scale),
             "sdpa": lambda: F.scaled_dot_product_attention(qp, kp, vp, is_causal=True, scale=scale, enable_gqa=True),
-            "triton": lambda: attn.context_attention_triton(qp, kp, vp, zero, full, scale)},
+            "triton": lambda: context_attention.context_attention_triton(qp, kp, vp, zero, full, scale)},
            (2 * qp.numel() + 2 * kp.numel()) * es, 2 * H * S * S * D)
     cache_k, cache_v = rnd(B, Hkv, T + L, D), rnd(B, Hkv, T + L, D)
     start = lens.clone()
@@ -92,11 +91,37 @@ def cases(s: dict, device: str, dtype: torch.dtype):
            B * L * 6, 0)
 
 
+def attention_sweep(s: dict, device: str, dtype: torch.dtype, measure) -> list[str]:
+    """canvas_attention over (block_n, num_splits) at batch 1 and the full batch: which defaults to keep."""
+    L, T, H, Hkv, D = (s[k] for k in ("L", "T", "H", "Hkv", "D"))
+    out = ["", f"canvas_attention sweep (L{L} T{T} H{H}/{Hkv} D{D}; `auto` = the launcher's choice), ms:", ""]
+    out += ["| batch | block_n | splits | ms |", "| --- | --- | --- | --- |"]
+    for B in (1, s["B"]):
+        rnd = lambda *shape: torch.randn(*shape, device=device, dtype=dtype)  # noqa: E731
+        q, kc, vc, kn, vn = rnd(B, H, L, D), rnd(B, Hkv, T, D), rnd(B, Hkv, T, D), rnd(B, Hkv, L, D), rnd(B, Hkv, L, D)
+        lens = torch.full((B,), T, device=device, dtype=torch.int32)
+        for block_n in (None, 32, 128):
+            for splits in (None, 1, 2, 4, 8, 16):
+                if block_n is not None and splits not in (None, 1, 8):
+                    continue  # a few block sizes at the interesting split counts only
+                fn = lambda bn=block_n, sp=splits: canvas_attention.canvas_attention_triton(  # noqa: E731
+                    q, kc, vc, lens, kn, vn, D**-0.5, block_n=bn, num_splits=sp
+                )
+                try:
+                    ms = f"{measure(fn):.4f}"
+                except Exception as exc:  # e.g. a tile too big for shared memory: report it, keep sweeping
+                    ms = f"failed: {type(exc).__name__}: {str(exc)[:80]}"
+                out.append(f"| {B} | {block_n or 'auto'} | {splits or 'auto'} | {ms} |")
+                print(out[-1], flush=True)
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=("cuda", "cpu"), default=None)
     ap.add_argument("--small", action="store_true", help="small shapes (smoke run)")
     ap.add_argument("--results", default=None, help="append a section to this markdown file")
+    ap.add_argument("--sweep", action="store_true", help="CUDA: also sweep canvas_attention block sizes and splits")
     args = ap.parse_args()
     device = pick_device(args.device)
     dtype = torch.bfloat16
@@ -126,6 +151,8 @@ def main() -> None:
         tfs = f"{flops / tri / 1e9:.1f}" if tri and flops else "-"
         lines.append(f"| {op} | {shape} | {fmt(ms.get('torch'))} | {fmt(ms.get('sdpa'))} | {fmt(tri)} | {speed} | {gbs} | {tfs} |")
         print(lines[-1], flush=True)
+    if args.sweep and device == "cuda":
+        lines += attention_sweep(s, device, dtype, measure)
     emit(section("bench_kernels: torch eager vs Triton per op", device, lines), args.results)
 
 

@@ -37,10 +37,10 @@ rc=${PIPESTATUS[0]}
 } >> "$RESULTS"
 
 # -- 2. per-op benchmark --
-timeout 150 "$PY" benchmarks/bench_kernels.py --device cuda --results "$RESULTS" || failed+=("bench_kernels (rc $?)")
+timeout 150 "$PY" benchmarks/bench_kernels.py --device cuda --sweep --results "$RESULTS" || failed+=("bench_kernels (rc $?)")
 
 # -- 3. end-to-end pass at the 7B-class shape --
-timeout 240 "$PY" benchmarks/bench_engine_7b.py --device cuda --results "$RESULTS" || failed+=("bench_engine_7b (rc $?)")
+timeout 240 "$PY" benchmarks/bench_engine_7b.py --device cuda --profile --results "$RESULTS" || failed+=("bench_engine_7b (rc $?)")
 
 if [ ${#failed[@]} -gt 0 ]; then
   printf '\n- gpu_check failures: %s\n' "${failed[*]}" >> "$RESULTS"

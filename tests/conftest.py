@@ -1,6 +1,16 @@
-"""Shared test settings: keep torch to one thread so the suite behaves on a 2-core machine."""
+"""Shared test settings for a 2-core CPU machine.
+
+- torch to one thread, so parallel test processes and helpers don't oversubscribe;
+- Triton's CPU interpreter when there is no GPU: Triton picks interpreter or
+  compiler when it is first imported, so this must happen before any import.
+"""
 
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+import torch  # noqa: E402  (after the thread settings)
+
+if not torch.cuda.is_available():
+    os.environ.setdefault("TRITON_INTERPRET", "1")

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import torch
 
-from dllm_kernels import canvas_attention as _attn
+from dllm_kernels import canvas_attention as _canvas
 from dllm_kernels import commit as _commit
 from dllm_kernels import confidence as _conf
+from dllm_kernels import context_attention as _prefill
 from dllm_kernels import kv_append as _kv
 from dllm_kernels import rmsnorm as _rms
 from dllm_kernels import rope as _rope
@@ -58,13 +59,13 @@ def swiglu(gate, up=None, *, force=None):
 
 def canvas_attention(q, k_ctx, v_ctx, context_lens, k_canvas, v_canvas, scale, canvas_lens=None, *, force=None):
     """Canvas queries [B, H, L, D] over context [B, H_kv, T, D] (rows < context_lens) ++ canvas."""
-    fn = _attn.canvas_attention_triton if use_triton(q, force) else _attn.canvas_attention_reference
+    fn = _canvas.canvas_attention_triton if use_triton(q, force) else _canvas.canvas_attention_reference
     return fn(q, k_ctx, v_ctx, context_lens, k_canvas, v_canvas, scale, canvas_lens)
 
 
 def context_attention(q, k_cache, v_cache, q_start, kv_lens, scale, *, force=None):
     """Causal prefill: new queries at cache positions q_start[b] + i over cache rows < kv_lens[b]."""
-    fn = _attn.context_attention_triton if use_triton(q, force) else _attn.context_attention_reference
+    fn = _prefill.context_attention_triton if use_triton(q, force) else _prefill.context_attention_reference
     return fn(q, k_cache, v_cache, q_start, kv_lens, scale)
 
 
@@ -75,13 +76,20 @@ def kv_append(k_cache, v_cache, k_new, v_new, start, new_lens=None, *, force=Non
 
 
 def confidence_stats(logits, temperature=1.0, *, force=None) -> ConfidenceStats:
-    """(token, prob, margin, entropy) per row of [N, V] logits; temperature float or [N]."""
+    """(token, prob, margin, entropy) per row of [N, V] logits.
+
+    temperature: a float, or a float tensor [N] (a per-request [B] over B*L canvas rows:
+    `t.repeat_interleave(L)`); <= 0 means greedy, whose statistics are taken at 1.
+    """
     fn = _conf.confidence_stats_triton if use_triton(logits, force) else _conf.confidence_stats_reference
     return fn(logits, temperature)
 
 
 def commit_mask(masked, confidence, threshold, *, force=None):
-    """bool [B, L]: masked & (confidence >= threshold), plus each row's best masked slot."""
+    """bool [B, L]: masked & (confidence >= threshold), plus each row's best masked slot.
+
+    threshold: a float or a float tensor [B] (per request). No host synchronisation.
+    """
     fn = _commit.commit_mask_triton if use_triton(confidence, force) else _commit.commit_mask_reference
     return fn(masked, confidence, threshold)
 

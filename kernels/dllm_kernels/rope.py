@@ -7,8 +7,8 @@ With x = [x1 | x2] split at D/2 and (cos, sin) for the token's position:
 
 q is [B, H, S, D] and k is [B, H_kv, S, D] (any strides, e.g. transposed projections);
 cos/sin are [S, D/2] (shared by the batch) or [B, S, D/2] (per-request positions, from
-`rope_cos_sin(positions, D, theta)`), or Hugging Face's [B, 1, S, D]. One program rotates every head of q and k at one
-(b, s), so cos/sin are read once per token.
+`rope_cos_sin(positions, D, theta)`), or Hugging Face's [B, 1, S, D]. One program rotates
+every head of q and k at one (b, s), so cos/sin are read once per token.
 """
 
 from __future__ import annotations
@@ -99,9 +99,13 @@ def apply_rope_triton(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: 
     if q.stride(-1) != 1 or k.stride(-1) != 1:
         raise ValueError("apply_rope: q and k need unit stride along head_dim (rotated in place)")
     cos, sin = _batched(cos, bsz), _batched(sin, bsz)
-    cos, sin = cos.expand(bsz, *cos.shape[1:]), sin.expand(bsz, *sin.shape[1:])  # [1, S, D/2] broadcasts too
+    if cos.dim() == 3 and cos.shape[0] == 1 and sin.shape[0] == 1:  # one table for the batch
+        cos, sin = cos.expand(bsz, *cos.shape[1:]), sin.expand(bsz, *sin.shape[1:])
     if cos.shape != (bsz, seq, half) or sin.shape != cos.shape:
-        raise ValueError(f"apply_rope: cos/sin must be [S, D/2], [B, S, D/2] or [B, 1, S, D] for {(bsz, seq, half)}, got {tuple(cos.shape)}")
+        raise ValueError(
+            f"apply_rope: cos/sin must be [S, D/2], [B, S, D/2] or [B, 1, S, D] for (B, S, D/2) = "
+            f"{(bsz, seq, half)}, got {tuple(cos.shape)} and {tuple(sin.shape)}"
+        )
     if cos.stride(-1) != 1 or sin.stride(-1) != 1:
         cos, sin = cos.contiguous(), sin.contiguous()
     if bsz * seq == 0:

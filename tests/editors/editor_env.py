@@ -68,3 +68,14 @@ SERVERS = {
 
 def server_cmd(kind: str) -> list[str]:
     return fake_server_cmd() if kind == "fake" else real_server_cmd()
+
+
+def fake_package(root: Path) -> Path:
+    """A `dllm_lsp` package whose `python -m dllm_lsp serve` runs fake_server.py,
+    so the extension's own launch path (`-m dllm_lsp serve`) is what starts it."""
+    package = root / "fake_pkg" / "dllm_lsp"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    fake = FAKE_SERVER
+    (package / "__main__.py").write_text(f"import runpy\nrunpy.run_path({str(fake)!r}, run_name='__main__')\n")
+    return package.parent

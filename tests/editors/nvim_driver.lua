@@ -32,8 +32,11 @@ vim.o.swapfile = false
 vim.o.expandtab = true
 
 local function main()
+  -- DLLM_PYTHON: the plugin builds `python -m dllm_lsp serve` itself.
+  local server = env.DLLM_PYTHON and { python = env.DLLM_PYTHON } or { cmd = vim.fn.json_decode(env.DLLM_CMD) }
   require("dllm").setup({
-    cmd = vim.fn.json_decode(env.DLLM_CMD),
+    cmd = server.cmd,
+    python = server.python,
     ghost_text = { debounce_ms = 30 },
     settings = vim.fn.json_decode(env.DLLM_SETTINGS or "{}"),
   })

@@ -15,7 +15,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from editor_env import FAKE_SERVER, GHOST_TIMEOUT_MS, no_ghost_text, REPO, SERVERS, server_cmd, server_env  # noqa: E402
+from editor_env import (  # noqa: E402
+    FAKE_SERVER, GHOST_TIMEOUT_MS, REPO, SERVERS, fake_package, no_ghost_text, server_cmd, server_env,
+)
 
 from fake_server import FAKE_COMPLETION, FAKE_MULTILINE, MULTILINE_TRIGGER, REGENERATED  # noqa: E402
 
@@ -60,7 +62,7 @@ NVIM_PARAMS = [
 
 
 def drive(nvim: str, cmd: list[str], tmp_path: Path, artifacts: Path, name: str, timeout_ms: int,
-          ghost_timeout_ms: int, text: str = "def add(a, b):\n    \n") -> dict:
+          ghost_timeout_ms: int, text: str = "def add(a, b):\n    \n", extra_env: dict | None = None) -> dict:
     project = tmp_path / "project"
     project.mkdir()
     (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
@@ -78,6 +80,7 @@ def drive(nvim: str, cmd: list[str], tmp_path: Path, artifacts: Path, name: str,
         DLLM_TIMEOUT_MS=str(timeout_ms),
         DLLM_GHOST_TIMEOUT_MS=str(ghost_timeout_ms),
     )
+    env.update(extra_env or {})
     proc = subprocess.run(
         [nvim, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {REPO / 'tests/editors/nvim_driver.lua'}"],
         cwd=project,
@@ -119,14 +122,20 @@ def test_nvim_ghost_text_commands_health_with_fake_server(which, tmp_path, artif
 @pytest.mark.parametrize("which", NVIM_PARAMS)
 def test_nvim_multiline_ghost_text(which, tmp_path, artifacts):
     """Further lines of a suggestion are virt_lines; accepting inserts them all
-    and leaves the cursor at the end of the last one."""
+    and leaves the cursor at the end of the last one. Also the plugin's own
+    server command: setup{python=...} runs `python -m dllm_lsp serve` (here a
+    `dllm_lsp` package that starts the stand-in server)."""
     first = f"def add(a, b):  # {MULTILINE_TRIGGER}"
-    result = drive(NVIMS[which], server_cmd("fake"), tmp_path, artifacts, f"nvim-{which}-multiline", 20000, 10000,
-                   text=f"{first}\n    \n")
+    shim = {"DLLM_PYTHON": sys.executable, "PYTHONPATH": str(fake_package(tmp_path))}
+    result = drive(NVIMS[which], [], tmp_path, artifacts, f"nvim-{which}-multiline", 20000, 10000,
+                   text=f"{first}\n    \n", extra_env=shim)
     assert result["ghost"] == FAKE_MULTILINE
     assert result["virt_lines"] == [FAKE_MULTILINE.split("\n")[1]]
     assert result["buffer_after_accept"] == [first, "    total = a + b", "    return total"]
     assert result["cursor_after_accept"] == [3, len("    return total")]
+    health = "\n".join(result["health"])
+    assert f"command: {sys.executable} -m dllm_lsp serve" in health, health
+    assert "dllm_lsp importable" in health, health
 
 
 def _new_texts(edit: dict) -> list[str]:

@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from editor_env import GHOST_TIMEOUT_MS, no_ghost_text, REPO, SERVERS, server_env  # noqa: E402
+from editor_env import GHOST_TIMEOUT_MS, REPO, SERVERS, fake_package, no_ghost_text, server_env  # noqa: E402
 
 from fake_server import FAKE_COMPLETION, FAKE_ITEM, FAKE_MODEL, REGENERATED  # noqa: E402
 
@@ -62,23 +62,12 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _fake_package(root: Path) -> Path:
-    """A `dllm_lsp` package whose `python -m dllm_lsp serve` runs fake_server.py,
-    so the extension's own launch path (`-m dllm_lsp serve`) is what starts it."""
-    package = root / "fake_pkg" / "dllm_lsp"
-    package.mkdir(parents=True)
-    (package / "__init__.py").write_text("")
-    fake = Path(__file__).with_name("fake_server.py")
-    (package / "__main__.py").write_text(f"import runpy\nrunpy.run_path({str(fake)!r}, run_name='__main__')\n")
-    return package.parent
-
-
 def _user_settings(kind: str, tmp: Path) -> dict:
     env = server_env()
     server_env_vars = {"PYTHONPATH": env["PYTHONPATH"], "OMP_NUM_THREADS": "1"}
     args: list[str] = []
     if kind == "fake":
-        server_env_vars["PYTHONPATH"] = str(_fake_package(tmp))
+        server_env_vars["PYTHONPATH"] = str(fake_package(tmp))
     else:
         args = ["--engine", os.environ.get("DLLM_TEST_ENGINE", "in-process")]
     return {

@@ -21,10 +21,15 @@ export interface InitializationOptions {
   fillMarker: unknown;
 }
 
+// Unset (null) values are left out: the server's default is the same, and a
+// server older than this client does not warn about a key it does not know.
 function pick(get: SettingGetter, prefix: string, keys: string[]): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const key of keys) {
-    out[key] = get(`${prefix}.${key}`);
+    const value = get(`${prefix}.${key}`);
+    if (value !== null && value !== undefined) {
+      out[key] = value;
+    }
   }
   return out;
 }
@@ -39,7 +44,7 @@ export function initializationOptions(get: SettingGetter): InitializationOptions
     diagnostics: get("diagnostics"),
     context: pick(get, "context", ["prefixTokens", "suffixTokens", "snippetTokens"]),
     languages: get("languages"),
-    diffusion: pick(get, "diffusion", ["threshold", "temperature", "confidence", "seed"]),
+    diffusion: pick(get, "diffusion", ["threshold", "temperature", "confidence", "seed", "maxPasses"]),
     fillMarker: get("fillMarker"),
   };
 }

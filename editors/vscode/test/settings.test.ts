@@ -7,6 +7,8 @@ test("settings map to the server's camelCase initializationOptions", () => {
     enable: true,
     "engine.mode": "daemon",
     "engine.socket": "/tmp/s",
+    "engine.model": null,
+    "diffusion.maxPasses": null,
     debounceMs: 50,
     inlineCompletion: true,
     completion: false,

@@ -28,6 +28,15 @@ async def test_default_model_serves_completions_and_edits(client):
     await wait_for(lambda: client.statuses and client.statuses[-1]["state"] in ("ready", "error"),
                    timeout=60, what="the default model to load")
     assert client.statuses[-1]["state"] == "ready", client.statuses[-1]
+    # The load was shown as $/progress: begun, reported ("loading the model"), ended "ready".
+    def load_reports():
+        return [r for token, r in client.progress_reports.items() if str(token).startswith("dllm-engine-load")]
+
+    await wait_for(lambda: load_reports() and isinstance(load_reports()[0][-1], types.WorkDoneProgressEnd),
+                   what="the end of the load's progress")
+    [reports] = load_reports()
+    assert isinstance(reports[0], types.WorkDoneProgressBegin) and isinstance(reports[-1], types.WorkDoneProgressEnd)
+    assert reports[-1].message == "ready"
     open_doc(client, URI, TEXT)
 
     before = await command(client, "dllm.serverStats")

@@ -106,6 +106,8 @@ async def test_engine_status_and_progress_reported(client, fake):
     status = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="dllm.engineStatus", arguments=[]))
     assert status["state"] == "ready" and status["model"] == "fake"
+    await wait_for(lambda: any(isinstance(r, types.WorkDoneProgressEnd)
+                               for values in client.progress_reports.values() for r in values), what="progress end")
     reports = [r for values in client.progress_reports.values() for r in values]
     assert any(isinstance(r, types.WorkDoneProgressBegin) for r in reports)
     assert any(isinstance(r, types.WorkDoneProgressEnd) for r in reports)

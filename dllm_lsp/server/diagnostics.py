@@ -1,16 +1,15 @@
 """Suspicious tokens: hint diagnostics where the model finds existing code very unlikely.
 
-The model scores every token of a document in one pass; a token whose
-probability is tiny while the model has a confident alternative becomes a Hint
-diagnostic carrying that alternative, which `code_actions.quick_fix` offers as
-a quick fix. Rate-limited per document and off for huge documents.
+The engine scores every token of a span of existing code in one batched pass
+(`EngineClient.score`, `/v1/score` on the daemon), with the code on both sides
+as context; a token whose probability is tiny while the model has a confident
+alternative becomes a Hint diagnostic carrying that alternative, which
+`code_actions.quick_fix` offers as a quick fix.
 
-ENGINE HOOK, NOT WIRED YET: the engine protocol has no scoring endpoint (no
-`score` on `dllm_engine.clients.EngineClient`, no `/v1/score` on the daemon).
-`DiagnosticsRunner` calls `client.score(text)` when the client has it, and
-otherwise publishes nothing (logged once). Expected shape, for the engine side:
-`async score(text: str) -> list[{"start": int, "end": int, "probability": float,
-"alternative": str, "alternativeProbability": float}]` with str offsets.
+Only the lines that changed since the last pass are re-scored (plus a few
+around them); earlier findings elsewhere are kept and shifted. Rate-limited per
+document and off for huge documents. Engines that cannot score (an OpenAI FIM
+endpoint) publish nothing, logged once.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ import asyncio
 import logging
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from lsprotocol import types
 
@@ -34,6 +33,9 @@ DIAGNOSTIC_SOURCE = "dllm"
 MIN_INTERVAL_S = 2.0  # per document, between two scoring passes
 MAX_CHARS = 100_000  # no scoring beyond this (one pass over the whole file)
 MAX_DIAGNOSTICS = 20
+REGION_MAX_CHARS = 3000  # one scoring request (the engine takes up to 4000)
+REGION_PAD_LINES = 3  # lines of changed-region padding on each side
+PREFIX_CHARS, SUFFIX_CHARS = 2400, 1200  # context around the scored region (within the model's window)
 
 
 @dataclass(frozen=True)
@@ -70,11 +72,56 @@ def to_diagnostics(text: str, tokens: Iterable[SuspiciousToken], encoding: Encod
     return out
 
 
+def changed_region(old: str | None, new: str) -> tuple[int, int] | None:
+    """(start, end) offsets in `new` of whole lines covering what changed since `old`, padded, capped."""
+    if old == new:
+        return None
+    if old is None:
+        start, end = 0, min(len(new), REGION_MAX_CHARS)
+    else:
+        head = 0
+        limit = min(len(old), len(new))
+        while head < limit and old[head] == new[head]:
+            head += 1
+        tail = 0
+        while tail < limit - head and old[len(old) - 1 - tail] == new[len(new) - 1 - tail]:
+            tail += 1
+        start, end = head, len(new) - tail
+    for _ in range(REGION_PAD_LINES + 1):
+        start = new.rfind("\n", 0, max(0, start - 1)) + 1 if start > 0 else 0
+    for _ in range(REGION_PAD_LINES + 1):
+        nl = new.find("\n", end)
+        end = len(new) if nl < 0 else nl + 1
+    if end - start > REGION_MAX_CHARS:
+        end = start + REGION_MAX_CHARS
+        nl = new.rfind("\n", start, end)
+        end = nl + 1 if nl > start else end
+    return (start, end) if end > start else None
+
+
+def merge_findings(kept: list[SuspiciousToken], old: str | None, new: str, region: tuple[int, int],
+                   fresh: list[SuspiciousToken]) -> list[SuspiciousToken]:
+    """Drop old findings in the re-scored region, shift the ones after it, add the fresh ones."""
+    delta = len(new) - len(old or "")
+    start, end = region
+    out = []
+    for t in kept:
+        if t.end <= start:
+            out.append(t)
+        elif t.start >= end - delta:  # after the region in the old text
+            out.append(SuspiciousToken(t.start + delta, t.end + delta, t.probability, t.alternative,
+                                       t.alternative_probability))
+    out += fresh
+    return sorted(out, key=lambda t: t.start)
+
+
 class DiagnosticsRunner:
     def __init__(self, ls: "DllmServer") -> None:
         self.ls = ls
         self._tasks: dict[str, asyncio.Task] = {}
         self._last: dict[str, float] = {}
+        self._scored: dict[str, str] = {}  # the text of the last scoring pass
+        self._findings: dict[str, list[SuspiciousToken]] = {}
         self._said_unsupported = False
 
     def schedule(self, uri: str) -> None:
@@ -90,6 +137,8 @@ class DiagnosticsRunner:
         if task is not None:
             task.cancel()
         self._last.pop(uri, None)
+        self._scored.pop(uri, None)
+        self._findings.pop(uri, None)
 
     async def _run(self, uri: str) -> None:
         wait = max(self.ls.options.debounce_ms / 1000, self._last.get(uri, 0.0) + MIN_INTERVAL_S - time.monotonic())
@@ -98,27 +147,38 @@ class DiagnosticsRunner:
         if doc is None or len(doc.text) > MAX_CHARS:
             return
         client = self.ls.engine.client
-        score = getattr(client, "score", None)
-        if score is None:
-            if not self._said_unsupported and client is not None:
-                log.info("suspicious-token diagnostics: the engine has no scoring endpoint yet")
-                self._said_unsupported = True
+        if client is None or self._said_unsupported:
             return
         text, version = doc.text, doc.version
+        old = self._scored.get(uri)
+        region = changed_region(old, text)
+        if region is None:
+            return
+        start, end = region
+        from dllm_engine.protocol import ScoreRequest  # no torch: the protocol module is plain dataclasses
+
+        request = ScoreRequest(prefix=text[max(0, start - PREFIX_CHARS):start], span=text[start:end],
+                               suffix=text[end:end + SUFFIX_CHARS])
         self._last[uri] = time.monotonic()
         try:
-            raw: list[dict[str, Any]] = await asyncio.wait_for(score(text), 30)
-            tokens = [SuspiciousToken(r["start"], r["end"], r["probability"], r["alternative"],
-                                      r["alternativeProbability"]) for r in raw]
+            result = await asyncio.wait_for(client.score(request), 30)
         except asyncio.CancelledError:
             raise
+        except NotImplementedError:
+            log.info("suspicious-token diagnostics: this engine cannot score tokens")
+            self._said_unsupported = True
+            return
         except Exception as exc:
             log.warning("scoring %s failed: %s", uri, exc)
             return
         if doc.version != version:
             return
+        fresh = [SuspiciousToken(start + t.start, start + t.end, t.prob, t.alternative, t.alternative_prob)
+                 for t in result.tokens]
+        findings = merge_findings(self._findings.get(uri, []), old, text, region, select(fresh))
+        self._scored[uri], self._findings[uri] = text, findings
         self.ls.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
-            uri=uri, version=version, diagnostics=to_diagnostics(text, select(tokens), self.ls.encoding)))
+            uri=uri, version=version, diagnostics=to_diagnostics(text, findings, self.ls.encoding)))
 
 
 def register(ls: "DllmServer") -> None:

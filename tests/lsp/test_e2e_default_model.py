@@ -38,6 +38,9 @@ async def test_default_model_serves_completions_and_edits(client):
     assert isinstance(reports[0], types.WorkDoneProgressBegin) and isinstance(reports[-1], types.WorkDoneProgressEnd)
     assert reports[-1].message == "ready"
     open_doc(client, URI, TEXT)
+    # The engine scored the opened text token by token: diagnostics are published (maybe none).
+    await wait_for(lambda: URI in client.diagnostics, timeout=60, what="diagnostics from the model's token scores")
+    assert all(d.source == "dllm" for d in client.diagnostics[URI])
 
     before = await command(client, "dllm.serverStats")
     items = (await inline(client, URI, 4, 11)).items

@@ -159,3 +159,29 @@ async def test_inflight_engine_call_is_shared_and_cancelled_by_the_last_waiter()
         return 42
 
     assert await asyncio.gather(inflight.run("q", quick), inflight.run("q", quick)) == [42, 42]
+
+
+def test_changed_region_covers_whole_lines_around_the_edit():
+    from dllm_lsp.server.diagnostics import changed_region
+
+    old = "".join(f"line {i}\n" for i in range(40))
+    new = old.replace("line 20\n", "line twenty\n")
+    start, end = changed_region(old, new)
+    region = new[start:end]
+    assert "line twenty\n" in region and region.startswith("line 1") and region.endswith("\n")
+    assert region.count("\n") <= 2 * 4 + 1
+    assert changed_region(new, new) is None
+    first = changed_region(None, "x = 1\n" * 2000)
+    assert first[0] == 0 and first[1] <= 3000
+
+
+def test_findings_outside_the_region_are_kept_and_shifted():
+    from dllm_lsp.server.diagnostics import SuspiciousToken, merge_findings
+
+    old = "aaa\nbbb\nccc\n"
+    new = "aaa\nbbbbbb\nccc\n"
+    kept = [SuspiciousToken(0, 3, 0.001, "x", 0.9), SuspiciousToken(4, 7, 0.001, "y", 0.9),
+            SuspiciousToken(8, 11, 0.001, "z", 0.9)]
+    fresh = [SuspiciousToken(5, 8, 0.002, "q", 0.8)]
+    merged = merge_findings(kept, old, new, (4, 11), fresh)
+    assert [(t.start, t.end, t.alternative) for t in merged] == [(0, 3, "x"), (5, 8, "q"), (11, 14, "z")]

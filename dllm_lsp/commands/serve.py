@@ -20,6 +20,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--url", default=None, help="engine URL for --engine remote|openai")
     p.add_argument("--socket", default=None, help="daemon Unix socket for --engine daemon")
     p.add_argument("--log-file", default=None, help="write logs here instead of stderr")
+    p.add_argument("--stdio", action="store_true",
+                   help="speak LSP on stdin/stdout (the only transport; accepted because many clients pass it)")
     p.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
     p.set_defaults(func=run)
 

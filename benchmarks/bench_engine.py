@@ -80,6 +80,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--model", default=None)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--dtype", default="float32", choices=("float32", "bfloat16"))
     ap.add_argument("--context-tokens", type=int, default=1024)
     ap.add_argument("--repeats", type=int, default=5)
     ap.add_argument("--keystrokes", type=int, default=40)
@@ -87,7 +88,7 @@ def main() -> None:
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
 
-    engine = Engine(EngineConfig(model=args.model, threads=args.threads))
+    engine = Engine(EngineConfig(model=args.model, threads=args.threads, dtype=args.dtype))
     prefix, suffix = trim_to_tokens(engine, *context_text(8000), args.context_tokens)
     n_ctx = len(native_context_ids(engine.tokenizer.encode(prefix), engine.tokenizer.encode(suffix), engine.loaded.config))
     rows = []
@@ -131,7 +132,8 @@ def main() -> None:
     lines = [
         "## Engine vs naive sampler, and keystroke replay (issue 2)",
         "",
-        f"- command: `.venv/bin/python benchmarks/bench_engine.py --repeats {args.repeats} --threads {args.threads}`",
+        f"- command: `.venv/bin/python benchmarks/bench_engine.py --repeats {args.repeats} --threads {args.threads} "
+        f"--dtype {args.dtype}`",
         f"- machine: {platform.machine()}, {torch.get_num_threads()} torch thread(s), {platform.processor() or 'cpu'}; "
         f"shared 2-core box (noisy: medians of {args.repeats})",
         f"- date: {now}; model: {model_name}; context: {n_ctx} tokens",

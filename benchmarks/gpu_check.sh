@@ -4,6 +4,8 @@
 #   1. tests/kernels compiled on CUDA (no interpreter)          ~1-2 min (Triton compiles)
 #   2. benchmarks/bench_kernels.py: torch eager vs Triton per op  ~1 min
 #   3. benchmarks/bench_engine_7b.py: 7B-class pass at batch 1, 16 ~2-3 min
+#   4. benchmarks/gpu_check_checkpoints.py: a DiffuCoder-shaped model through the engine ~1 min
+# (The default model's GPU training run is separate: benchmarks/gpu_train.sh, its own device call.)
 # Needs python with torch (CUDA), triton and pytest: set PYTHON=/path/to/python if not `python3`.
 # Usage: bash benchmarks/gpu_check.sh            (from anywhere; exits non-zero if any step fails)
 set -uo pipefail
@@ -41,6 +43,16 @@ timeout 150 "$PY" benchmarks/bench_kernels.py --device cuda --sweep --results "$
 
 # -- 3. end-to-end pass at the 7B-class shape --
 timeout 240 "$PY" benchmarks/bench_engine_7b.py --device cuda --profile --results "$RESULTS" || failed+=("bench_engine_7b (rc $?)")
+
+# -- 4. a DiffuCoder-shaped checkpoint through the resident engine --
+{
+  echo
+  echo "## gpu_check: DiffuCoder-shaped model (random bf16) through the engine"
+  echo
+  echo "- command: \`python benchmarks/gpu_check_checkpoints.py\`; date: $(date -u '+%Y-%m-%d %H:%M UTC')"
+  echo
+} >> "$RESULTS"
+timeout 120 "$PY" benchmarks/gpu_check_checkpoints.py --repeats 2 >> "$RESULTS" 2>"$LOG/ckpt.err" || failed+=("gpu_check_checkpoints (rc $?)")
 
 if [ ${#failed[@]} -gt 0 ]; then
   printf '\n- gpu_check failures: %s\n' "${failed[*]}" >> "$RESULTS"

@@ -19,6 +19,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--port", type=int, default=None)
     serve.add_argument("--token", default=os.environ.get("DLLM_LSP_TOKEN"), help="bearer token for TCP (env DLLM_LSP_TOKEN)")
     serve.add_argument("--device", default="auto")
+    serve.add_argument("--dtype", default="auto", choices=("auto", "float32", "bfloat16", "float16"),
+                       help="auto: bf16 on CUDA, fp32 on CPU (bf16 is faster on CPUs with AVX512-BF16/AMX)")
     serve.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     serve.add_argument("--max-batch", type=int, default=32)
     serve.add_argument("--idle-exit", type=float, default=None, help="exit after this many idle seconds")
@@ -36,7 +38,7 @@ def run_serve(args: argparse.Namespace) -> int:
     def factory():
         from dllm_engine.engine import Engine, EngineConfig
 
-        return Engine(EngineConfig(model=args.model, device=args.device, threads=args.threads,
+        return Engine(EngineConfig(model=args.model, device=args.device, dtype=args.dtype, threads=args.threads,
                                    max_batch=args.max_batch))
 
     tcp = args.host is not None or args.port is not None

@@ -154,14 +154,21 @@ class DaemonClient(EngineClient):
         if not self.spawn or self.socket_path is None:
             return
         async with self._spawn_lock:
-            if await self._ping():
+            state = await self._ping()
+            if state == "ready":
                 return
-            self._spawned = spawn_daemon(self.socket_path, self.model, self.idle_exit_s)
+            if state == "absent":
+                self._spawned = spawn_daemon(self.socket_path, self.model, self.idle_exit_s)
+            # else: a daemon is up and still loading its model; wait for it, never start a second one
             deadline = time.monotonic() + self.start_timeout_s
             while time.monotonic() < deadline:
-                if await self._ping():
+                state = await self._ping()
+                if state == "ready":
                     return
-                if self._spawned.poll() is not None:
+                if state == "error":
+                    raise EngineUnavailable(f"engine daemon on {self.socket_path} failed to load its model: "
+                                            f"{(await self._health_payload()).get('error')}")
+                if self._spawned is not None and self._spawned.poll() is not None and state == "absent":
                     raise EngineUnavailable(
                         f"engine daemon exited with code {self._spawned.returncode}; "
                         f"run `dllm-lsp engine serve --socket {self.socket_path}` to see why"
@@ -169,12 +176,24 @@ class DaemonClient(EngineClient):
                 await asyncio.sleep(0.1)
             raise EngineUnavailable(f"engine daemon did not answer on {self.socket_path} in {self.start_timeout_s:.0f}s")
 
-    async def _ping(self) -> bool:
+    async def _ping(self) -> str:
+        """"ready", "loading", "error" (the daemon could not load its model) or "absent"."""
         try:
             r = await self._http.get("/health", timeout=2.0)
-            return r.status_code == 200
         except httpx.HTTPError:
-            return False
+            return "absent"
+        if r.status_code == 200:
+            return "ready"
+        try:
+            return "error" if r.json().get("status") == "error" else "loading"
+        except ValueError:
+            return "loading"
+
+    async def _health_payload(self) -> dict[str, Any]:
+        try:
+            return (await self._http.get("/health", timeout=2.0)).json()
+        except (httpx.HTTPError, ValueError):
+            return {}
 
     async def infill(self, request: InfillRequest, on_event: EventCallback | None = None) -> InfillResult:
         await self._ensure_running()
@@ -248,12 +267,17 @@ def _checked(r: httpx.Response) -> dict[str, Any]:
         payload = r.json()
     except ValueError:
         payload = {"error": r.text}
+    if not isinstance(payload, dict):
+        payload = {"error": str(payload)}
     if r.status_code >= 400:
-        _raise_error(r.status_code, payload.get("error", r.text))
+        message = payload.get("error") or payload.get("status") or r.text or f"HTTP {r.status_code}"
+        _raise_error(r.status_code, str(message))
     return payload
 
 
 def _raise_error(status: int, message: str):
+    if status == 503 and message in ("loading", "model loading"):
+        raise EngineUnavailable("engine is still loading its model")
     if status == 429 or status == 503 and "busy" in message:
         raise EngineBusy(message)
     if status == 499:

@@ -250,7 +250,24 @@ class Engine:
     # --------------------------------------------------------------- one pass
 
     def _step(self) -> None:
-        active = self.scheduler.active
+        """One denoising pass for every active canvas: one batched forward per width class.
+
+        Canvases are padded to the widest in their batch; grouping by width class
+        (next power of two) keeps a 128-token block fill from making every
+        16-token line fill pay for 128 slots.
+        """
+        groups: dict[int, list[ActiveHole]] = {}
+        for a in self.scheduler.active:
+            groups.setdefault(width_class(a.canvas.numel()), []).append(a)
+        finished = []
+        for width in sorted(groups):
+            finished += self._step_group(groups[width])
+        for a, reason in finished:
+            self._finish_hole(a, reason)
+            if a.state.done:
+                self._complete(a.state)
+
+    def _step_group(self, active: list[ActiveHole]) -> list[tuple[ActiveHole, str]]:
         t0 = time.perf_counter()
         lengths = torch.tensor([a.canvas.numel() for a in active], device=self.runner.device)
         width = int(lengths.max())
@@ -290,10 +307,7 @@ class Engine:
                 finished.append((a, reason))
             elif a.state.on_event is not None:
                 self._emit(a)
-        for a, reason in finished:
-            self._finish_hole(a, reason)
-            if a.state.done:
-                self._complete(a.state)
+        return finished
 
     def _remask(self, a: ActiveHole, token_prob: torch.Tensor, just_committed: torch.Tensor) -> None:
         """Re-mask earlier commits the model now doubts (never this pass's, never past the end)."""
@@ -382,6 +396,10 @@ class Engine:
         state.pending_holes.clear()
         if not state.future.done():
             state.future.set_exception(exc)
+
+
+def width_class(length: int) -> int:
+    return max(8, 1 << (length - 1).bit_length())
 
 
 def default_threads() -> int:

@@ -10,6 +10,7 @@ Tensors in, logits out; no scheduling policy here. Two operations:
 from __future__ import annotations
 
 import itertools
+from collections import OrderedDict
 from dataclasses import dataclass, field
 
 import torch
@@ -19,6 +20,17 @@ from .context_cache import PrefixCache
 from .layout import causal_mask, native_context_ids
 from .ops import CanvasSpec
 from .protocol import ProtocolError
+
+
+MAX_CACHED_BATCHES = 8
+
+
+@dataclass
+class StackedContexts:
+    kv: list[tuple[torch.Tensor, torch.Tensor]]  # per layer [B, Hkv, Tmax + room, D]
+    lens: torch.Tensor  # [B] real context rows
+    t_max: int
+    room: int  # canvas rows that fit after the contexts
 
 
 @dataclass
@@ -40,11 +52,8 @@ class ModelRunner:
             raise ProtocolError(f"attention layout {self.config.attention!r} needs a family runner")
         self.device = next(self.model.parameters()).device
         self.cache = PrefixCache(cache_bytes)
-        self._batch_key: tuple | None = None
-        self._batch_kv: list[tuple[torch.Tensor, torch.Tensor]] = []
-        self._batch_lens: torch.Tensor | None = None
-        self._batch_t_max = 0
-        self._batch_room = 0
+        # Padded context K/V per batch composition (one per canvas width class in flight).
+        self._batches: OrderedDict[tuple, StackedContexts] = OrderedDict()
 
     @property
     def window(self) -> int:
@@ -72,26 +81,30 @@ class ModelRunner:
         stored = self.cache.store(ids, key, reuse, new)
         return EncodedContext(kv=stored.buf[:, :, :, : ids.numel()], length=ids.numel(), reused=reuse)
 
-    def _stack_contexts(self, contexts: list[EncodedContext], canvas_len: int) -> None:
+    def _stack_contexts(self, contexts: list[EncodedContext], canvas_len: int) -> "StackedContexts":
         """Pad every context's K/V to the longest, once per batch composition.
 
         The buffer keeps room after the contexts for the canvas rows, which each
         pass writes in place (no per-pass copy of the whole context).
         """
         key = tuple(c.serial for c in contexts)
-        if key == self._batch_key and self._batch_room >= canvas_len:
-            return
+        old = self._batches.get(key)
+        if old is not None and old.room >= canvas_len:
+            self._batches.move_to_end(key)
+            return old
         t_max = max(c.length for c in contexts)
-        room = max(canvas_len, 2 * canvas_len if key == self._batch_key else canvas_len)
+        room = 2 * canvas_len if old is not None else canvas_len  # a canvas that grew may grow again
         layers, _, hkv, _, d = contexts[0].kv.shape
         stacked = contexts[0].kv.new_zeros(layers, 2, len(contexts), hkv, t_max + room, d)
         for row, ctx in enumerate(contexts):
             stacked[:, :, row, :, : ctx.length] = ctx.kv
-        self._batch_kv = [(stacked[i, 0], stacked[i, 1]) for i in range(layers)]
-        self._batch_lens = torch.tensor([c.length for c in contexts], device=self.device)
-        self._batch_key = key
-        self._batch_t_max = t_max
-        self._batch_room = room
+        batch = StackedContexts(
+            kv=[(stacked[i, 0], stacked[i, 1]) for i in range(layers)],
+            lens=torch.tensor([c.length for c in contexts], device=self.device), t_max=t_max, room=room)
+        self._batches[key] = batch
+        while len(self._batches) > MAX_CACHED_BATCHES:
+            self._batches.popitem(last=False)
+        return batch
 
     @torch.inference_mode()
     def canvas_logits(self, contexts: list[EncodedContext], canvases: torch.Tensor, canvas_lens: torch.Tensor,
@@ -101,14 +114,13 @@ class ModelRunner:
         With `rows` (bool [B, L]) only those slots get logits (the others are zero).
         """
         b, length = canvases.shape
-        self._stack_contexts(contexts, length)
-        ctx_lens = self._batch_lens
-        t_max = self._batch_t_max
+        batch = self._stack_contexts(contexts, length)
+        ctx_lens, t_max = batch.lens, batch.t_max
         positions = ctx_lens[:, None] + torch.arange(length, device=self.device)[None]
         cols_ctx = torch.arange(t_max, device=self.device)[None] < ctx_lens[:, None]
         cols_canvas = torch.arange(length, device=self.device)[None] < canvas_lens[:, None]
         mask = torch.cat((cols_ctx, cols_canvas), dim=1)[:, None, None, :]  # [B, 1, 1, Tmax+L]
-        past = [(k, v, t_max) for k, v in self._batch_kv]
+        past = [(k, v, t_max) for k, v in batch.kv]
         spec = CanvasSpec(context_lens=ctx_lens, canvas_lens=canvas_lens)
         logits, _ = self.model(canvases, positions, mask=mask, past=past, logits_rows=rows, canvas=spec)
         return logits
@@ -118,4 +130,4 @@ class ModelRunner:
         return canvas
 
     def forget_batch(self) -> None:
-        self._batch_key, self._batch_kv, self._batch_lens = None, [], None
+        self._batches.clear()

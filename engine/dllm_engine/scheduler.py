@@ -76,22 +76,29 @@ class Scheduler:
         self.max_queue = max_queue
         self._waiting: list[tuple[int, int, RequestState]] = []  # heap of (priority, seq, state)
         self._seq = itertools.count()
-        self.active: list[ActiveHole] = []
+        # Callers submit from any thread; the engine thread admits and drops.
+        self._lock = threading.RLock()
+        self.active: list[ActiveHole] = []  # touched by the engine thread only
 
     @property
     def queue_depth(self) -> int:
         return len(self._waiting)
 
     def add(self, state: RequestState) -> None:
-        if len(self._waiting) >= self.max_queue:
-            raise EngineBusy(f"engine busy: {len(self._waiting)} requests waiting (max_queue {self.max_queue})")
-        rank = 0 if state.request.priority == "interactive" else 1
-        heapq.heappush(self._waiting, (rank, next(self._seq), state))
+        with self._lock:
+            if len(self._waiting) >= self.max_queue:
+                raise EngineBusy(f"engine busy: {len(self._waiting)} requests waiting (max_queue {self.max_queue})")
+            rank = 0 if state.request.priority == "interactive" else 1
+            heapq.heappush(self._waiting, (rank, next(self._seq), state))
 
     def next_admissions(self) -> list[tuple[RequestState, int]]:
         """(request, hole index) pairs that may join the next pass, best first."""
         picked = []
         n_active = len(self.active)
+        with self._lock:
+            return self._pick(picked, n_active)
+
+    def _pick(self, picked: list, n_active: int) -> list[tuple[RequestState, int]]:
         while self._waiting:
             rank, _, state = self._waiting[0]
             limit = self.max_batch + (INTERACTIVE_EXTRA_SLOTS if rank == 0 else 0)
@@ -106,11 +113,13 @@ class Scheduler:
 
     def drop_waiting(self, predicate: Callable[[RequestState], bool]) -> list[RequestState]:
         """Remove waiting requests matching `predicate` (cancelled, past deadline)."""
-        dropped = [s for _, _, s in self._waiting if predicate(s)]
-        if dropped:
-            self._waiting = [e for e in self._waiting if not predicate(e[2])]
-            heapq.heapify(self._waiting)
-        return dropped
+        with self._lock:
+            dropped = [s for _, _, s in self._waiting if predicate(s)]
+            if dropped:
+                self._waiting = [e for e in self._waiting if not predicate(e[2])]
+                heapq.heapify(self._waiting)
+            return dropped
 
     def waiting_states(self) -> list[RequestState]:
-        return [s for _, _, s in self._waiting]
+        with self._lock:
+            return [s for _, _, s in self._waiting]

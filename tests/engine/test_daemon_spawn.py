@@ -25,3 +25,22 @@ async def test_spawns_shares_and_exits_when_idle(tiny_model, tmp_path):
         await asyncio.sleep(0.2)
     assert not sock.exists()
     assert first._spawned.wait(10) == 0
+
+
+async def test_a_daemon_that_cannot_load_is_reported_not_respawned(tmp_path):
+    import pytest
+
+    from dllm_engine.clients import EngineUnavailable
+
+    sock = tmp_path / "rt" / "engine.sock"
+    client = DaemonClient(socket_path=sock, spawn=True, model=str(tmp_path / "missing-model"), idle_exit_s=2.0)
+    try:
+        with pytest.raises(EngineUnavailable, match="missing-model"):
+            await client.infill(InfillRequest(holes=[Hole(prefix="x = ", max_tokens=4)]))
+        with pytest.raises(EngineUnavailable):
+            await client.health()  # 503 while broken: a clear error, not a TypeError
+    finally:
+        await client.close()
+        if client._spawned is not None:
+            client._spawned.terminate()
+            client._spawned.wait(10)

@@ -124,3 +124,12 @@ def test_bounded_queue_answers_busy(tiny_model):
             h.cancel()
     finally:
         e.shutdown()
+
+
+def test_mixed_widths_batch_like_alone(engine):
+    """Canvases of different widths run in separate width classes; results do not change."""
+    holes = [hole(0, max_tokens=8, bucket=8), hole(1, max_tokens=64, bucket=64), hole(2, max_tokens=16, bucket=16)]
+    together = engine.infill(InfillRequest(holes=holes, params=DiffusionParams(threshold=0.5)))
+    for h, got in zip(holes, together.holes):
+        alone = engine.infill(InfillRequest(holes=[h], params=DiffusionParams(threshold=0.5))).holes[0]
+        assert got.text == alone.text and got.passes == alone.passes

@@ -1,0 +1,193 @@
+"""Language-server latency: typing replayed through `dllm-lsp serve` over stdio.
+
+Measures, with the engine in process and the embedded default model:
+- keystroke to inline result: each keystroke sends didChange + textDocument/inlineCompletion
+  (as VS Code does) at a fixed typing speed; the time to each response, p50 / p95
+  (all responses, and responses carrying a suggestion), and, measured in the server,
+  request arrival to the engine's answer for the requests the engine finished
+  (whether or not output shaping kept the answer);
+- the fraction of superseded requests cancelled before the engine finished them;
+- server memory (max RSS, model included);
+- process start to `initialize` response, side by side with a bare pygls server
+  (alternating runs, medians).
+
+The typed text: function bodies from the standard library (`inspect.getsource`),
+typed back character by character into their module with the body removed,
+80 ms between keystrokes and a 4 s pause after each newline, `=` and `(`.
+
+    python benchmarks/bench_lsp.py [--chars 160] [--interval-ms 80] [--pause-ms 4000] [--starts 11]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import json
+import os
+import platform
+import fnmatch
+import statistics
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+from lsprotocol import types
+from pygls.lsp.client import LanguageClient
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(str(ROOT / p) for p in ("", "engine", "kernels")),
+       "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+SERVER = [sys.executable, "-m", "dllm_lsp", "serve"]
+BARE = [sys.executable, "-c", "from pygls.lsp.server import LanguageServer; LanguageServer('bare', '0').start_io()"]
+FUNCTIONS = [textwrap.dedent, textwrap.TextWrapper._wrap_chunks, fnmatch.translate]
+
+
+def pct(values: list[float], q: float) -> float | None:
+    if not values:
+        return None
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def caps() -> types.ClientCapabilities:
+    return types.ClientCapabilities(window=types.WindowClientCapabilities(work_done_progress=True))
+
+
+async def time_to_initialize(cmd: list[str]) -> float:
+    client = LanguageClient("bench", "0")
+    start = time.perf_counter()
+    await client.start_io(*cmd, env=ENV)
+    await client.initialize_async(types.InitializeParams(capabilities=caps(), initialization_options={}))
+    elapsed = time.perf_counter() - start
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    return elapsed
+
+
+def replay_cases(chars: int) -> list[tuple[str, str, int, str]]:
+    """(uri, document with the body removed, offset of the body, body to type)."""
+    cases = []
+    for fn in FUNCTIONS:
+        module_source = Path(inspect.getsourcefile(fn)).read_text()
+        source = inspect.getsource(fn)
+        header_end = source.index(":\n", source.index("def ")) + 2
+        start = module_source.index(source) + header_end
+        body = module_source[start:module_source.index(source) + len(source)]
+        doc = module_source[:start] + module_source[start + len(body):]
+        cases.append((Path(inspect.getsourcefile(fn)).as_uri() + f"#{fn.__name__}", doc, start, body[:chars]))
+    return cases
+
+
+async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str, settings: dict) -> dict:
+    client = LanguageClient("bench", "0")
+    statuses: list[dict] = []
+    client.feature("dllm/status")(lambda params: statuses.append(params._asdict() if hasattr(params, "_asdict") else params))
+    client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)(lambda params: None)
+    client.feature(types.PROGRESS)(lambda params: None)
+    client.feature(types.WINDOW_SHOW_MESSAGE)(lambda params: print("showMessage:", params.message, file=sys.stderr))
+    t0 = time.perf_counter()
+    await client.start_io(*SERVER, env=ENV)
+    await client.initialize_async(types.InitializeParams(capabilities=caps(), initialization_options=settings))
+    client.initialized(types.InitializedParams())
+    while not statuses or statuses[-1]["state"] not in ("ready", "error"):
+        await asyncio.sleep(0.05)
+    ready_s = time.perf_counter() - t0
+    assert statuses[-1]["state"] == "ready", statuses[-1]
+
+    latencies, with_items, pending = [], [], []
+    for uri, doc, offset, body in replay_cases(chars):
+        client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
+            uri=uri, language_id="python", version=1, text=doc)))
+        line = doc.count("\n", 0, offset)
+        col = offset - (doc.rfind("\n", 0, offset) + 1)
+        for version, ch in enumerate(body, start=2):
+            client.text_document_did_change(types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                content_changes=[types.TextDocumentContentChangePartial(
+                    range=types.Range(start=types.Position(line=line, character=col),
+                                      end=types.Position(line=line, character=col)), text=ch)]))
+            if ch == "\n":
+                line, col = line + 1, 0
+            else:
+                col += 1  # ASCII source: one UTF-16 unit per character
+            sent = time.perf_counter()
+            fut = client.text_document_inline_completion_async(types.InlineCompletionParams(
+                text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=col),
+                context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic)))
+
+            async def timed(fut=fut, sent=sent):
+                result = await fut
+                elapsed = (time.perf_counter() - sent) * 1000
+                latencies.append(elapsed)
+                if result is not None and result.items:
+                    with_items.append(elapsed)
+
+            pending.append(asyncio.ensure_future(timed()))
+            # A typist pauses at the end of a line and after `=` or `(`: that is when a
+            # suggestion has time to arrive.
+            await asyncio.sleep(pause_s if ch in pause_after else interval_s)
+    await asyncio.gather(*pending)
+    stats = await client.workspace_execute_command_async(
+        types.ExecuteCommandParams(command="dllm.serverStats", arguments=[]))
+    await client.shutdown_async(None)
+    client.exit(None)
+    await client.stop()
+    sched = stats["scheduler"]
+    answers = stats["engineAnswerMs"]
+    superseded = sched["superseded"]
+    return {
+        "keystrokes": len(latencies),
+        "ready_s": ready_s,
+        "p50_ms": pct(latencies, 0.5), "p95_ms": pct(latencies, 0.95),
+        "with_suggestion": len(with_items),
+        "suggestion_p50_ms": pct(with_items, 0.5), "suggestion_p95_ms": pct(with_items, 0.95),
+        "engine_answered": len(answers),
+        "engine_answer_p50_ms": pct([a["ms"] for a in answers], 0.5),
+        "engine_answer_p95_ms": pct([a["ms"] for a in answers], 0.95),
+        "engine_answer_by_kind": {
+            kind: {"n": len(ms), "p50_ms": pct(ms, 0.5), "p95_ms": pct(ms, 0.95)}
+            for kind in ("line", "multiline", "block")
+            if (ms := [a["ms"] for a in answers if a["kind"] == kind])},
+        "superseded": superseded,
+        "superseded_cancelled_fraction": (sched["superseded_in_debounce"] + stats["engineCancelled"]) / superseded
+        if superseded else None,
+        "cache_hits": sched["cache_hits"],
+        "engine_requests": stats["engineRequests"],
+        "max_rss_mb": stats["maxRssKb"] / 1024,
+        "mean_pass_ms": (stats.get("engineHealth") or {}).get("mean_pass_ms"),
+    }
+
+
+async def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--chars", type=int, default=160, help="characters typed per function")
+    ap.add_argument("--interval-ms", type=float, default=80.0, help="time between keystrokes")
+    ap.add_argument("--pause-ms", type=float, default=4000.0, help="pause after typing one of --pause-after")
+    ap.add_argument("--pause-after", default="\n=(", help="characters after which the typist pauses")
+    ap.add_argument("--starts", type=int, default=11, help="initialize timings per server")
+    ap.add_argument("--max-passes", type=int, default=None, help="the diffusion.maxPasses setting")
+    ap.add_argument("--skip-startup", action="store_true", help="only the typing replay")
+    ap.add_argument("--json", action="store_true")
+    args = ap.parse_args()
+
+    startup = None
+    if not args.skip_startup:
+        ours, bare = [], []
+        for _ in range(args.starts):  # alternate so both see the same machine load
+            ours.append(await time_to_initialize(SERVER))
+            bare.append(await time_to_initialize(BARE))
+        startup = {"dllm_ms": statistics.median(ours) * 1000, "bare_pygls_ms": statistics.median(bare) * 1000}
+        startup["difference_ms"] = startup["dllm_ms"] - startup["bare_pygls_ms"]
+    settings = {"diffusion": {"maxPasses": args.max_passes}} if args.max_passes else {}
+    typing = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000, args.pause_after, settings)
+    report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
+              "interval_ms": args.interval_ms, "pause_ms": args.pause_ms,
+              "pause_after": args.pause_after, "settings": settings, "startup": startup, "typing": typing}
+    print(json.dumps(report, indent=2) if args.json else "\n".join(f"{k}: {v}" for k, v in report.items()))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,131 @@
+"""`dllm-lsp refactor` throughput: holes/s batched vs one hole at a time (CPU, default model).
+
+Same fixture repository (tests/refactor/fixtures/repo, copied --copies times
+so files batch across each other), same recipe, same in-process engine and
+model, in one run; modes alternate per repeat and the medians are compared.
+
+- batched: the real pipeline (<= 64 holes per request, all files in flight at once,
+  so the engine batches holes within and across files);
+- one at a time: one hole per request and one request in flight (a client wrapper
+  serialises requests), everything else identical.
+
+Diff mode only (nothing is written).
+
+    .venv/bin/python benchmarks/bench_refactor.py [--copies 6] [--max-tokens 16] [--repeats 3] [--write]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import platform
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from dllm_engine.clients import EngineClient, InProcessClient
+from dllm_engine.protocol import Hole, InfillRequest
+
+from dllm_lsp.refactor.builtin_recipes import builtin_recipe
+from dllm_lsp.refactor.planner import collect_files
+from dllm_lsp.refactor.runner import RunOptions, refactor_files
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "refactor" / "fixtures" / "repo"
+
+
+class OneAtATime(EngineClient):
+    """The baseline: requests go to the engine strictly one after another."""
+
+    def __init__(self, inner: EngineClient) -> None:
+        self.inner, self.lock = inner, asyncio.Lock()
+
+    async def infill(self, request, on_event=None):
+        async with self.lock:
+            return await self.inner.infill(request, on_event)
+
+    async def health(self):
+        return await self.inner.health()
+
+
+async def _measure(files, recipe, client, options) -> tuple[float, int, int]:
+    t0 = time.perf_counter()
+    results = await refactor_files(files, recipe, client, options)
+    elapsed = time.perf_counter() - t0
+    holes = sum(len(r.outcomes) for r in results)
+    applied = sum(o.applied for r in results for o in r.outcomes)
+    return elapsed, holes, applied
+
+
+async def main(args) -> dict:
+    work = Path(tempfile.mkdtemp(prefix="bench-refactor-"))
+    for i in range(args.copies):
+        shutil.copytree(FIXTURE, work / f"copy{i}")
+    recipe = builtin_recipe(args.recipe)
+    recipe = replace(recipe, max_tokens=args.max_tokens, rules=tuple(replace(r, max_tokens=None) for r in recipe.rules))
+    files, _ = collect_files([str(work)], recipe)
+    client = InProcessClient(model=args.model, threads=args.threads)
+    await client.infill(InfillRequest(holes=[Hole("def f():\n    ", "\n", 8)]))  # load + warm up
+    batched = RunOptions(apply=False, files_in_flight=len(files), jobs=1)
+    single = RunOptions(apply=False, files_in_flight=1, max_holes_per_request=1, jobs=1)
+    times: dict[str, list[float]] = {"batched": [], "one_at_a_time": []}
+    holes = 0
+    for rep in range(args.repeats):
+        for name, c, opts in (("batched", client, batched), ("one_at_a_time", OneAtATime(client), single)):
+            elapsed, holes, applied = await _measure(files, recipe, c, opts)
+            times[name].append(elapsed)
+            print(f"repeat {rep}: {name:14s} {holes} holes in {elapsed:6.2f}s = {holes / elapsed:6.2f} holes/s "
+                  f"({applied} applied)", file=sys.stderr)
+    await client.close()
+    shutil.rmtree(work)
+    med = {k: statistics.median(v) for k, v in times.items()}
+    return {"files": len(files), "holes": holes, "median_s": med,
+            "holes_per_s": {k: holes / v for k, v in med.items()},
+            "ratio": med["one_at_a_time"] / med["batched"]}
+
+
+def _section(args, r) -> str:
+    load = os.getloadavg()
+    cpus = len(os.sched_getaffinity(0))
+    hps = r["holes_per_s"]
+    return (
+        "\n## refactor: holes/s batched vs one hole at a time\n\n"
+        f"- Command: `OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '')} .venv/bin/python "
+        f"benchmarks/bench_refactor.py --copies {args.copies} --max-tokens {args.max_tokens} "
+        f"--repeats {args.repeats} --recipe {args.recipe}"
+        f"{f' --threads {args.threads}' if args.threads else ''} --write`\n"
+        f"- Machine: {platform.processor() or platform.machine()}, {cpus} CPU(s) available, load average "
+        f"{load[0]:.1f} at the end (shared box), Python {platform.python_version()}, default model, CPU fp32\n"
+        f"- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC\n"
+        f"- Workload: {r['files']} files ({args.copies} copies of tests/refactor/fixtures/repo), "
+        f"{r['holes']} holes, recipe {args.recipe}, max_tokens {args.max_tokens}, threshold 0.9\n\n"
+        "| mode | median s | holes/s |\n|---|---:|---:|\n"
+        f"| one hole at a time (baseline) | {r['median_s']['one_at_a_time']:.2f} | {hps['one_at_a_time']:.2f} |\n"
+        f"| batched (<= 64 holes/request, all files in flight) | {r['median_s']['batched']:.2f} | "
+        f"{hps['batched']:.2f} |\n\n"
+        f"Ratio batched / one at a time: **{r['ratio']:.2f}x** (target >= 4x).\n"
+    )
+
+
+if __name__ == "__main__":
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--copies", type=int, default=6)
+    p.add_argument("--max-tokens", type=int, default=16)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--recipe", default="fill-bodies")
+    p.add_argument("--model", default=None)
+    p.add_argument("--threads", type=int, default=None, help="torch CPU threads for the engine (both modes)")
+    p.add_argument("--write", action="store_true", help="append the section to benchmarks/RESULTS.md")
+    args = p.parse_args()
+    result = asyncio.run(main(args))
+    section = _section(args, result)
+    print(section)
+    if args.write:
+        with open(ROOT / "benchmarks" / "RESULTS.md", "a", encoding="utf-8") as f:
+            f.write(section)

@@ -1,0 +1,81 @@
+"""One `dllm-lsp refactor` run: engine client, signals, output, report and exit code.
+
+SIGTERM is turned into the same cancellation as Ctrl-C: files not yet written
+stay old, a file being written is replaced whole (os.replace) or not at all.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+import time
+
+from dllm_lsp.refactor.planner import Skipped
+from dllm_lsp.refactor.recipes import Recipe
+from dllm_lsp.refactor.report import build_report, write_report
+from dllm_lsp.refactor.runner import FileResult, RunOptions, refactor_files
+
+EXIT_OK, EXIT_CHANGES, EXIT_SKIPPED = 0, 1, 3
+
+
+def make_client(engine: str, model: str | None, socket: str | None):
+    from dllm_engine.clients import DaemonClient, InProcessClient
+
+    if engine == "daemon":
+        return DaemonClient(socket_path=socket, spawn=True, model=model)
+    return InProcessClient(model=model)
+
+
+async def _run_local(args, recipe: Recipe, files: list[str], options: RunOptions) -> list[FileResult]:
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    try:
+        loop.add_signal_handler(signal.SIGTERM, task.cancel)
+    except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
+        pass
+    client = make_client(args.engine, args.model, args.socket)
+    try:
+        return await refactor_files(files, recipe, client, options)
+    except asyncio.CancelledError:
+        raise KeyboardInterrupt from None
+    finally:
+        await client.close()
+
+
+def _exit_code(results: list[FileResult], check: bool) -> int:
+    changed = any(r.status in ("changed", "written") for r in results)
+    if check and changed:
+        return EXIT_CHANGES
+    if any(r.status in ("skipped", "not-written") for r in results):
+        return EXIT_SKIPPED
+    return EXIT_OK
+
+
+def run_session(args, recipe: Recipe, files: list[str], missing: list[Skipped], options: RunOptions) -> int:
+    t0 = time.perf_counter()
+    if args.ray:
+        from dllm_lsp.refactor.ray_shard import run_on_ray
+
+        results = run_on_ray(args.ray, args.ray_workers, files, recipe, options,
+                             {"engine": args.engine, "model": args.model, "socket": args.socket})
+    else:
+        results = asyncio.run(_run_local(args, recipe, files, options))
+    results = [FileResult(s.path, "skipped", s.reason) for s in missing] + results
+    elapsed = time.perf_counter() - t0
+    if not args.quiet and not args.apply:
+        for r in sorted(results, key=lambda r: r.path):
+            sys.stdout.write(r.diff)
+        sys.stdout.flush()
+    for r in results:
+        if r.status in ("skipped", "not-written"):
+            print(f"dllm-lsp refactor: {r.status} {r.path}: {r.reason}", file=sys.stderr)
+    report = build_report(results, recipe.name, options.apply, elapsed)
+    if args.report:
+        write_report(args.report, report)
+    s = report["summary"]
+    verb = "written" if options.apply else "would change"
+    print(f"dllm-lsp refactor: {s['files']} files, {s['holes']} holes, {s['applied']} filled, "
+          f"{s['changed']} files {verb}, {s['skipped']} skipped, {s['not_written']} not written "
+          f"in {elapsed:.1f}s", file=sys.stderr)
+    return _exit_code(results, args.check)

@@ -1,0 +1,107 @@
+"""From a document and a cursor to an engine request, and from the engine's text to an edit.
+
+The pure work (what kind of completion fits here, the context windows, output
+shaping, parse checks) lives in `dllm_lsp.syntax`; this module only binds it
+to the server's documents and options and to the engine protocol.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from typing import Any
+
+from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
+
+from ..syntax.context import CompletionContext, ContextBudget, completion_context, range_context, with_snippets
+from ..syntax.shaping import shape_completion
+from .documents import Document
+from .options import ServerOptions
+
+log = logging.getLogger(__name__)
+
+# tsx shares the TypeScript switch; c++ is "cpp" in the options.
+_SWITCH_NAMES = {"tsx": "typescript"}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A completion to ask the engine for at `offset` of a snapshot of the document."""
+
+    uri: str
+    version: int
+    text: str
+    offset: int
+    ctx: CompletionContext
+    language: Any
+    tree: Any
+    hole: Hole
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    text: str  # to insert at `offset`
+    offset: int
+    replace_end: int  # the insertion replaces text[offset:replace_end]
+
+
+def language_enabled(doc: Document, options: ServerOptions) -> bool:
+    if doc.language is None:
+        return True  # unknown languages get line-based context
+    name = _SWITCH_NAMES.get(doc.language.name, doc.language.name)
+    return options.languages.get(name, True)
+
+
+def budget(options: ServerOptions) -> ContextBudget:
+    c = options.context
+    return ContextBudget(prefix_tokens=c.prefix_tokens, suffix_tokens=c.suffix_tokens, snippet_tokens=c.snippet_tokens)
+
+
+def params(options: ServerOptions) -> DiffusionParams:
+    d = options.diffusion
+    return DiffusionParams(threshold=d.threshold, temperature=d.temperature, confidence=d.confidence, seed=d.seed,
+                           max_passes=d.max_passes)
+
+
+def syntax_tree(doc: Document) -> Any:
+    return doc.tree.tree if doc.tree is not None else None
+
+
+def plan_completion(doc: Document, offset: int, options: ServerOptions, open_documents: dict[str, str]) -> Plan | None:
+    """What to ask the engine for at `offset`, or None when no completion belongs here (logged)."""
+    tree = syntax_tree(doc)
+    ctx = completion_context(doc.text, offset, doc.syntax_language, budget(options), tree=tree,
+                             open_documents={u: t for u, t in open_documents.items() if u != doc.uri})
+    if ctx.kind == "none":
+        log.debug("no completion at %s:%d: %s", doc.uri, offset, ctx.reason)
+        return None
+    hole = engine_hole(ctx, doc.language, ctx.max_tokens, ctx.bucket)
+    return Plan(doc.uri, doc.version, doc.text, offset, ctx, doc.syntax_language, tree, hole)
+
+
+def engine_hole(ctx: CompletionContext, language: Any, max_tokens: int, bucket: int | None) -> Hole:
+    """The engine's hole for a context: snippets as comments, LF line ends (the model was
+    trained on LF text; shaping converts a fill back to the document's CRLF)."""
+    prefix = with_snippets(ctx, language) if ctx.snippets else ctx.prefix
+    return Hole(prefix=prefix.replace("\r\n", "\n"), suffix=ctx.suffix.replace("\r\n", "\n"),
+                max_tokens=max_tokens, bucket=bucket)
+
+
+def request_for(holes: list[Hole], options: ServerOptions, priority: str = "interactive") -> InfillRequest:
+    return InfillRequest(holes=holes, params=params(options), priority=priority)  # type: ignore[arg-type]
+
+
+def shape(plan: Plan, completion: str) -> Suggestion | None:
+    shaped = shape_completion(plan.text, plan.offset, completion, plan.ctx, plan.language, tree=plan.tree)
+    if shaped is None or not shaped.text:
+        log.debug("completion dropped by shaping: %r", completion[:80])
+        return None
+    return Suggestion(shaped.text, plan.offset, max(plan.offset, shaped.replace_end))
+
+
+def plan_range(doc: Document, start: int, end: int, options: ServerOptions) -> tuple[CompletionContext, Hole]:
+    """Context and hole for re-generating `text[start:end]` with both sides as context."""
+    ctx = range_context(doc.text, start, end, doc.syntax_language, budget(options), tree=syntax_tree(doc))
+    max_tokens = min(1024, ctx.max_tokens)  # the engine's per-hole cap
+    bucket = ctx.bucket if ctx.bucket is not None and ctx.bucket <= max_tokens else None
+    return ctx, engine_hole(ctx, doc.language, max_tokens, bucket)

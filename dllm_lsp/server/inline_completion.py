@@ -1,0 +1,32 @@
+"""textDocument/inlineCompletion (LSP 3.18): ghost text at the cursor.
+
+Each item carries a `range`: empty at the cursor for a pure insertion, or the
+span of closers after the cursor that the suggestion replaces. Without a range
+VS Code treats the item as an edit of the word under the cursor.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from .suggest import suggest
+
+if TYPE_CHECKING:
+    from .server import DllmServer
+
+
+def register(ls: "DllmServer") -> None:
+    # The options argument is what makes pygls advertise the capability.
+    @ls.feature(types.TEXT_DOCUMENT_INLINE_COMPLETION, types.InlineCompletionOptions())
+    async def on_inline_completion(params: types.InlineCompletionParams) -> types.InlineCompletionList:
+        empty = types.InlineCompletionList(items=[])
+        if not ls.options.inline_completion:
+            return empty
+        found = await suggest(ls, params.text_document.uri, params.position, "inline")
+        if found is None:
+            return empty
+        suggestion, index = found
+        rng = index.range(suggestion.offset, suggestion.replace_end, ls.encoding)
+        return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=suggestion.text, range=rng)])

@@ -1,0 +1,163 @@
+"""The server's settings: typed dataclasses with defaults, read from camelCase JSON.
+
+They arrive as `initializationOptions` and again through
+`workspace/didChangeConfiguration` (section `dllm`). A bad value never stops
+the server: that field keeps its default and the problem is reported back as a
+message the user can act on (`window/showMessage`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+import types as pytypes
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+ENGINE_MODES = ("inProcess", "daemon", "remote", "openai")
+CONFIDENCE_KINDS = ("max_prob", "margin", "neg_entropy")
+LANGUAGES = ("python", "javascript", "typescript", "go", "rust", "c", "cpp", "java")
+
+
+@dataclass
+class EngineOptions:
+    mode: Literal["inProcess", "daemon", "remote", "openai"] = "inProcess"
+    model: str | None = None  # a checkpoint path; None = the embedded default model
+    socket: str | None = None  # daemon: Unix socket (None = the per-user default)
+    url: str | None = None  # remote / openai: base URL
+    token: str | None = None  # bearer token (remote) or API key (openai)
+    openai_model: str | None = None  # the `model` field sent to an OpenAI FIM endpoint
+
+
+@dataclass
+class ContextOptions:
+    prefix_tokens: int = 768
+    suffix_tokens: int = 256
+    snippet_tokens: int = 256
+
+
+@dataclass
+class DiffusionOptions:
+    threshold: float = 0.9
+    temperature: float = 0.0
+    confidence: Literal["max_prob", "margin", "neg_entropy"] = "max_prob"
+    seed: int = 0
+    # Cap on denoising passes per request (the last pass commits every slot left):
+    # bounds keystroke latency at some cost in quality. None: the engine's default.
+    max_passes: int | None = None
+
+
+@dataclass
+class ServerOptions:
+    enable: bool = True
+    engine: EngineOptions = field(default_factory=EngineOptions)
+    debounce_ms: int = 75
+    inline_completion: bool = True
+    completion: bool = True
+    diagnostics: bool = True
+    context: ContextOptions = field(default_factory=ContextOptions)
+    languages: dict[str, bool] = field(default_factory=lambda: {name: True for name in LANGUAGES})
+    diffusion: DiffusionOptions = field(default_factory=DiffusionOptions)
+    # A line holding only this marker is a hole for `dllm.fillHoles` (besides
+    # `pass`, `...`, `todo!()` bodies).
+    fill_marker: str = "{{fill}}"
+
+
+# Range checks beyond the type: (path, predicate, what the value must be).
+_RANGES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
+    "debounceMs": (lambda v: 0 <= v <= 5000, "between 0 and 5000"),
+    "context.prefixTokens": (lambda v: 16 <= v <= 16384, "between 16 and 16384"),
+    "context.suffixTokens": (lambda v: 0 <= v <= 16384, "between 0 and 16384"),
+    "context.snippetTokens": (lambda v: 0 <= v <= 16384, "between 0 and 16384"),
+    "diffusion.threshold": (lambda v: 0.0 < v <= 2.0, "in (0, 2]"),
+    "diffusion.temperature": (lambda v: 0.0 <= v <= 10.0, "in [0, 10]"),
+    "diffusion.seed": (lambda v: v >= 0, "a non-negative integer"),
+    "diffusion.maxPasses": (lambda v: 1 <= v <= 4096, "between 1 and 4096"),
+    "fillMarker": (lambda v: bool(v.strip()), "a non-empty string"),
+}
+
+
+def camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", name).lower()
+
+
+def parse_options(data: Any, base: ServerOptions | None = None) -> tuple[ServerOptions, list[str]]:
+    """Read `data` over `base` (or the defaults). Returns the options and the problems found."""
+    errors: list[str] = []
+    start = dataclasses.replace(base) if base is not None else ServerOptions()
+    if data is None:
+        return start, errors
+    if not isinstance(data, dict):
+        return start, [f"settings must be a JSON object, got {type(data).__name__}"]
+    return _read(ServerOptions, data, start, "", errors), errors
+
+
+def to_json(options: Any) -> Any:
+    """The camelCase JSON form (what a client would send)."""
+    if dataclasses.is_dataclass(options):
+        return {camel(f.name): to_json(getattr(options, f.name)) for f in dataclasses.fields(options)}
+    if isinstance(options, dict):
+        return {k: to_json(v) for k, v in options.items()}
+    return options
+
+
+def _read(cls: type, data: dict, current: Any, path: str, errors: list[str]) -> Any:
+    hints = typing.get_type_hints(cls)
+    by_json = {camel(f.name): f for f in dataclasses.fields(cls)}
+    values = {f.name: getattr(current, f.name) for f in dataclasses.fields(cls)}
+    for key, raw in data.items():
+        f = by_json.get(key) or next((g for g in dataclasses.fields(cls) if g.name == key), None)
+        where = f"{path}{key}"
+        if f is None:
+            errors.append(f"unknown setting '{where}' (ignored)")
+            continue
+        hint = hints[f.name]
+        if dataclasses.is_dataclass(hint):
+            if isinstance(raw, dict):
+                values[f.name] = _read(hint, raw, values[f.name], where + ".", errors)
+            else:
+                errors.append(f"'{where}' must be an object; using defaults")
+            continue
+        ok, value, expected = _coerce(hint, raw)
+        if ok and where in _RANGES and value is not None and not _RANGES[where][0](value):
+            ok, expected = False, _RANGES[where][1]
+        if ok:
+            if isinstance(values[f.name], dict) and isinstance(value, dict):
+                value = {**values[f.name], **value}  # per-language switches merge over the defaults
+            values[f.name] = value
+        else:
+            errors.append(f"'{where}' must be {expected}, got {raw!r}; using {values[f.name]!r}")
+    return cls(**values)
+
+
+def _coerce(hint: Any, raw: Any) -> tuple[bool, Any, str]:
+    """Check `raw` against a field's type: (ok, value, what was expected)."""
+    origin = typing.get_origin(hint)
+    args = typing.get_args(hint)
+    if origin in (typing.Union, pytypes.UnionType):
+        if raw is None and type(None) in args:
+            return True, None, "null"
+        inner = [a for a in args if a is not type(None)]
+        ok, value, expected = _coerce(inner[0], raw)
+        return ok, value, expected + " or null"
+    if origin is Literal:
+        return raw in args, raw, "one of " + ", ".join(map(str, args))
+    if origin is dict:
+        ok = isinstance(raw, dict) and all(isinstance(k, str) and isinstance(v, bool) for k, v in raw.items())
+        return ok, dict(raw) if ok else None, "an object of true/false switches"
+    if hint is bool:
+        return isinstance(raw, bool), raw, "true or false"
+    if hint is int:
+        return isinstance(raw, int) and not isinstance(raw, bool), raw, "an integer"
+    if hint is float:
+        ok = isinstance(raw, (int, float)) and not isinstance(raw, bool)
+        return ok, float(raw) if ok else None, "a number"
+    if hint is str:
+        return isinstance(raw, str), raw, "a string"
+    return False, None, f"a {hint}"  # a field type this reader does not know: a bug here, not the user's

@@ -1,0 +1,92 @@
+"""The keystroke pipeline shared by completion and inline completion.
+
+position -> offset (invalid: empty) -> cache (typing through a suggestion) ->
+debounce + supersession -> plan (syntax context) -> engine -> shaping -> cache.
+The plan is made at once on a snapshot of the document (so requests where no
+completion belongs are answered without waiting); if the document changed
+during the debounce, the request is stale and answered empty without asking
+the engine (the client asks again for the newer text).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from lsprotocol import types
+
+from .conversions import InvalidPosition, LineIndex
+from .suggestion_cache import CachedSuggestion
+
+if TYPE_CHECKING:
+    from .infill import Suggestion
+    from .server import DllmServer
+
+log = logging.getLogger(__name__)
+
+
+async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: str) -> "tuple[Suggestion, LineIndex] | None":
+    """A suggestion at `position` and the line index of the snapshot it refers to, or None (reason logged)."""
+    arrived = time.perf_counter()
+    # The syntax layer loads after `initialize` (server.preload), not on the way to it.
+    from .infill import Suggestion, language_enabled, plan_completion, request_for, shape
+
+    opts = ls.options
+    if not opts.enable or not ls.engine.enabled:
+        return None
+    doc = ls.documents.get(uri)
+    if doc is None:
+        log.warning("%s request for a document that is not open: %s", kind, uri)
+        return None
+    if not language_enabled(doc, opts):
+        log.debug("completions are off for %s", doc.language.name)
+        return None
+    try:
+        offset = doc.index.offset(position, ls.encoding)
+    except InvalidPosition as exc:
+        log.warning("%s request at an invalid position in %s: %s", kind, uri, exc)
+        return None
+
+    key = f"{kind}:{uri}"
+    cached = ls.cache.get(uri, doc.text, offset)
+    if cached is not None:
+        ls.scheduler.supersede(key)  # the user moved on from whatever was pending
+        ls.scheduler.stats.cache_hits += 1
+        end = min(len(doc.text), offset + cached.replace_chars)
+        return Suggestion(cached.text, offset, end), doc.index
+
+    # Decide at once (on this request's snapshot) whether a completion belongs here,
+    # so "no completion" answers do not wait for the debounce.
+    index = doc.index
+    try:
+        plan = plan_completion(doc, offset, opts, ls.documents.texts())
+    except Exception:  # a bug in context extraction must cost one suggestion, not the server
+        log.exception("context extraction failed at %s:%d", uri, offset)
+        plan = None
+    if plan is None:
+        ls.scheduler.supersede(key)  # whatever was pending for this document is moot now
+        return None
+
+    async def work() -> "tuple[Suggestion, LineIndex] | None":
+        current = ls.documents.get(uri)
+        if current is None or current.version != plan.version:
+            log.debug("stale %s request for %s (document changed during the debounce)", kind, uri)
+            return None
+        # Inline and ordinary completion at the same snapshot share one engine call.
+        result = await ls.inflight.run((uri, plan.version, offset, plan.hole),
+                                       lambda: ls.engine.infill(request_for([plan.hole], opts)))
+        if result is None or not result.holes:
+            return None
+        ls.scheduler.engine_answer_ms.append((plan.ctx.kind, (time.perf_counter() - arrived) * 1000))
+        try:
+            suggestion = shape(plan, result.holes[0].text)
+        except Exception:
+            log.exception("shaping failed for %r", result.holes[0].text[:80])
+            return None
+        if suggestion is None:
+            return None
+        ls.cache.put(uri, plan.text, offset, CachedSuggestion(suggestion.text, suggestion.replace_end - offset))
+        return suggestion, index
+
+    return await ls.scheduler.run(key, work)

@@ -1,0 +1,94 @@
+-- Options of require("dllm").setup{}, their defaults, and the server command.
+-- Server behaviour is configured by `settings`, sent untouched as the LSP
+-- initializationOptions (camelCase, see the server's contract): the plugin
+-- does not interpret them, so the server's defaults stay the single source.
+local M = {}
+
+M.defaults = {
+  -- Full server command; nil = { <python>, "-m", "dllm_lsp", "serve" }.
+  cmd = nil,
+  -- Python that can `import dllm_lsp`; nil = discover (see M.python()).
+  python = nil,
+  -- Extra environment variables for the server process.
+  cmd_env = nil,
+  filetypes = {
+    "python", "javascript", "javascriptreact", "typescript", "typescriptreact",
+    "go", "rust", "c", "cpp", "java",
+  },
+  root_markers = { "pyproject.toml", "setup.py", "package.json", "go.mod", "Cargo.toml", ".git" },
+  -- initializationOptions, e.g. { engine = { mode = "daemon" }, debounceMs = 50 }.
+  settings = {},
+  ghost_text = {
+    enabled = true,
+    -- Ask the server after this many ms without typing (the server debounces too).
+    debounce_ms = 100,
+    hl_group = "Comment",
+  },
+  -- Insert-mode keys; false disables one. Without a ghost text, the key does
+  -- what it did before (accept falls back to its own key).
+  keymaps = {
+    accept = "<Tab>",
+    dismiss = "<C-]>",
+  },
+}
+
+M.options = vim.deepcopy(M.defaults)
+
+function M.set(opts)
+  M.options = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts or {})
+  if next(M.options.settings) == nil then
+    M.options.settings = vim.empty_dict() -- a JSON object, not [], for the server
+  end
+  return M.options
+end
+
+local function executable(path)
+  return path and path ~= "" and vim.fn.executable(path) == 1
+end
+
+local function venv_python(dir)
+  for _, rel in ipairs({ "/bin/python", "/Scripts/python.exe" }) do
+    if executable(dir .. rel) then
+      return dir .. rel
+    end
+  end
+end
+
+-- The project's own environment first, so the server is the one installed
+-- next to the code: setup{python=}, ./.venv or ./venv under the root,
+-- $VIRTUAL_ENV, then python3/python on PATH.
+function M.python(root)
+  local opts = M.options
+  if opts.python then
+    return opts.python
+  end
+  root = root or vim.fn.getcwd()
+  for _, name in ipairs({ ".venv", "venv" }) do
+    local found = venv_python(root .. "/" .. name)
+    if found then
+      return found
+    end
+  end
+  local env = vim.env.VIRTUAL_ENV
+  if env and env ~= "" then
+    local found = venv_python(env)
+    if found then
+      return found
+    end
+  end
+  for _, name in ipairs({ "python3", "python" }) do
+    if executable(name) then
+      return vim.fn.exepath(name)
+    end
+  end
+  return "python3"
+end
+
+function M.cmd(root)
+  if M.options.cmd then
+    return M.options.cmd
+  end
+  return { M.python(root), "-m", "dllm_lsp", "serve" }
+end
+
+return M

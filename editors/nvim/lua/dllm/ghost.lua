@@ -1,0 +1,215 @@
+-- Ghost text from the server's textDocument/inlineCompletion.
+-- On 0.12+ Neovim draws it itself (vim.lsp.inline_completion); before that this
+-- module asks after a pause in typing and shows the first item as extmark
+-- virtual text: the rest of the cursor line inline, further lines as virt_lines.
+local config = require("dllm.config")
+local lsp = require("dllm.lsp")
+
+local M = {}
+local ns = vim.api.nvim_create_namespace("dllm_ghost")
+local uv = vim.uv or vim.loop
+local buffers = {} -- bufnr -> { client_id, timer, ghost = {row, start_col, end_col, text, shown} }
+
+M.native = vim.lsp.inline_completion ~= nil and vim.lsp.inline_completion.enable ~= nil
+M.namespace = ns
+
+-- LSP character offsets (in the client's encoding) to byte columns.
+local function byte_col(line, character, encoding)
+  if encoding == "utf-8" then
+    return math.min(character, #line)
+  end
+  local ok, col
+  if lsp.has("nvim-0.11") then
+    ok, col = pcall(vim.str_byteindex, line, encoding, character, false)
+  else
+    ok, col = pcall(vim.str_byteindex, line, character, encoding == "utf-16")
+  end
+  return ok and col or #line
+end
+
+function M.clear(bufnr)
+  local b = buffers[bufnr]
+  if b then
+    b.ghost = nil
+  end
+  if vim.api.nvim_buf_is_valid(bufnr) then
+    vim.api.nvim_buf_clear_namespace(bufnr, ns, 0, -1)
+  end
+end
+
+function M.visible(bufnr)
+  if M.native then
+    return false -- Neovim tracks its own item
+  end
+  local b = buffers[bufnr or vim.api.nvim_get_current_buf()]
+  return b ~= nil and b.ghost ~= nil
+end
+
+-- The text shown, for tests and statuslines.
+function M.shown(bufnr)
+  local b = buffers[bufnr or vim.api.nvim_get_current_buf()]
+  return b and b.ghost and b.ghost.shown or nil
+end
+
+local function draw(bufnr, ghost)
+  local hl = config.options.ghost_text.hl_group
+  local lines = vim.split(ghost.shown, "\n", { plain = true })
+  local virt_lines = {}
+  for i = 2, #lines do
+    virt_lines[#virt_lines + 1] = { { lines[i], hl } }
+  end
+  local line = vim.api.nvim_buf_get_lines(bufnr, ghost.row, ghost.row + 1, true)[1]
+  local opts = { virt_text = { { lines[1], hl } }, hl_mode = "combine" }
+  if #virt_lines > 0 then
+    opts.virt_lines = virt_lines
+  end
+  if lsp.has("nvim-0.10") then
+    opts.virt_text_pos = "inline" -- pushes the rest of the line right
+  elseif ghost.cursor_col >= #line then
+    opts.virt_text_pos = "overlay"
+  else
+    opts.virt_text_pos = "eol" -- no inline virtual text before 0.10
+  end
+  vim.api.nvim_buf_clear_namespace(bufnr, ns, 0, -1)
+  vim.api.nvim_buf_set_extmark(bufnr, ns, ghost.row, ghost.cursor_col, opts)
+end
+
+-- Turn the first item of a response into a ghost for the cursor at (row, col).
+local function ghost_from(result, bufnr, row, col, encoding)
+  local items = result and (result.items or result) or {}
+  local item = items[1]
+  if not item or item.insertText == nil then
+    return nil
+  end
+  local text = type(item.insertText) == "table" and item.insertText.value or item.insertText
+  local line = vim.api.nvim_buf_get_lines(bufnr, row, row + 1, true)[1]
+  local start_col, end_col = col, col
+  if item.range then
+    if item.range.start.line ~= row or item.range["end"].line ~= row then
+      return nil -- multi-line replacements are not shown as ghost text
+    end
+    start_col = byte_col(line, item.range.start.character, encoding)
+    end_col = byte_col(line, item.range["end"].character, encoding)
+  end
+  -- What is typed between the item's start and the cursor is not ghost.
+  local typed = line:sub(start_col + 1, col)
+  if start_col > col or text:sub(1, #typed) ~= typed then
+    return nil
+  end
+  local shown = text:sub(#typed + 1)
+  if shown == "" then
+    return nil
+  end
+  return { row = row, start_col = start_col, end_col = math.max(end_col, col), cursor_col = col, text = text, shown = shown }
+end
+
+function M.request(bufnr)
+  local b = buffers[bufnr]
+  local client = b and vim.lsp.get_client_by_id(b.client_id)
+  if not client or not vim.api.nvim_get_mode().mode:match("^i") then
+    return
+  end
+  local win = vim.api.nvim_get_current_win()
+  local params = vim.lsp.util.make_position_params(win, client.offset_encoding)
+  params.context = { triggerKind = 2 } -- Automatic
+  local tick = vim.api.nvim_buf_get_changedtick(bufnr)
+  local cursor = vim.api.nvim_win_get_cursor(win)
+  lsp.request(client, "textDocument/inlineCompletion", params, function(err, result)
+    -- Drop stale answers: the user typed or moved meanwhile.
+    if err or vim.api.nvim_get_current_buf() ~= bufnr
+      or vim.api.nvim_buf_get_changedtick(bufnr) ~= tick
+      or not vim.deep_equal(vim.api.nvim_win_get_cursor(0), cursor)
+      or not vim.api.nvim_get_mode().mode:match("^i") then
+      return
+    end
+    local ghost = ghost_from(result, bufnr, cursor[1] - 1, cursor[2], client.offset_encoding)
+    if ghost then
+      b.ghost = ghost
+      draw(bufnr, ghost)
+    end
+  end, bufnr)
+end
+
+local function schedule(bufnr)
+  local b = buffers[bufnr]
+  M.clear(bufnr)
+  b.timer:stop()
+  b.timer:start(config.options.ghost_text.debounce_ms, 0, vim.schedule_wrap(function()
+    M.request(bufnr)
+  end))
+end
+
+-- Insert the shown item; false when there was nothing to accept.
+function M.accept(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  if M.native then
+    -- Truthy when a candidate was accepted (0.12 release; a nil from it means
+    -- "nothing shown", so the mapping falls back to its own key).
+    return vim.lsp.inline_completion.get({ bufnr = bufnr }) and true or false
+  end
+  local b = buffers[bufnr]
+  local ghost = b and b.ghost
+  if not ghost then
+    return false
+  end
+  M.clear(bufnr)
+  local lines = vim.split(ghost.text, "\n", { plain = true })
+  vim.api.nvim_buf_set_text(bufnr, ghost.row, ghost.start_col, ghost.row, ghost.end_col, lines)
+  local last_col = #lines == 1 and ghost.start_col + #lines[1] or #lines[#lines]
+  vim.api.nvim_win_set_cursor(0, { ghost.row + #lines, last_col })
+  return true
+end
+
+function M.dismiss(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  local was = M.visible(bufnr)
+  M.clear(bufnr)
+  return was
+end
+
+function M.attach(client, bufnr)
+  if not config.options.ghost_text.enabled then
+    return
+  end
+  if M.native then
+    vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
+    return
+  end
+  if buffers[bufnr] then
+    buffers[bufnr].client_id = client.id
+    return
+  end
+  buffers[bufnr] = { client_id = client.id, timer = uv.new_timer() }
+  local group = vim.api.nvim_create_augroup("dllm_ghost_" .. bufnr, { clear = true })
+  vim.api.nvim_create_autocmd({ "TextChangedI", "InsertEnter" }, {
+    group = group, buffer = bufnr, callback = function() schedule(bufnr) end,
+  })
+  vim.api.nvim_create_autocmd("CursorMovedI", {
+    group = group, buffer = bufnr,
+    callback = function()
+      local b = buffers[bufnr]
+      local cursor = vim.api.nvim_win_get_cursor(0)
+      if b.ghost and (cursor[1] - 1 ~= b.ghost.row or cursor[2] ~= b.ghost.cursor_col) then
+        M.clear(bufnr)
+      end
+    end,
+  })
+  vim.api.nvim_create_autocmd({ "InsertLeave", "BufLeave" }, {
+    group = group, buffer = bufnr,
+    callback = function()
+      buffers[bufnr].timer:stop()
+      M.clear(bufnr)
+    end,
+  })
+  vim.api.nvim_create_autocmd("BufWipeout", {
+    group = group, buffer = bufnr,
+    callback = function()
+      local b = buffers[bufnr]
+      b.timer:stop()
+      b.timer:close()
+      buffers[bufnr] = nil
+    end,
+  })
+end
+
+return M

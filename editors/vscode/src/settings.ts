@@ -1,0 +1,50 @@
+// VS Code settings (`dllm.*`) to the server's initializationOptions, in the
+// camelCase shape of the server's contract. The values are passed through,
+// not interpreted: the server validates them and owns their meaning.
+
+/** Reads one `dllm.` setting (WorkspaceConfiguration.get). */
+export type SettingGetter = (key: string) => unknown;
+
+/** Settings the client itself uses to launch the server: changing one restarts it. */
+export const LAUNCH_SETTINGS = ["pythonPath", "serverArgs", "serverEnv"] as const;
+
+export interface InitializationOptions {
+  enable: unknown;
+  engine: Record<string, unknown>;
+  debounceMs: unknown;
+  inlineCompletion: unknown;
+  completion: unknown;
+  diagnostics: unknown;
+  context: Record<string, unknown>;
+  languages: unknown;
+  diffusion: Record<string, unknown>;
+  fillMarker: unknown;
+}
+
+// Unset (null) values are left out: the server's default is the same, and a
+// server older than this client does not warn about a key it does not know.
+function pick(get: SettingGetter, prefix: string, keys: string[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const key of keys) {
+    const value = get(`${prefix}.${key}`);
+    if (value !== null && value !== undefined) {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+export function initializationOptions(get: SettingGetter): InitializationOptions {
+  return {
+    enable: get("enable"),
+    engine: pick(get, "engine", ["mode", "model", "socket", "url", "token", "openaiModel"]),
+    debounceMs: get("debounceMs"),
+    inlineCompletion: get("inlineCompletion"),
+    completion: get("completion"),
+    diagnostics: get("diagnostics"),
+    context: pick(get, "context", ["prefixTokens", "suffixTokens", "snippetTokens"]),
+    languages: get("languages"),
+    diffusion: pick(get, "diffusion", ["threshold", "temperature", "confidence", "seed", "maxPasses"]),
+    fillMarker: get("fillMarker"),
+  };
+}

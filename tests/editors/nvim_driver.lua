@@ -1,0 +1,152 @@
+-- Drives the dllm Neovim plugin headless, like a person would, and writes what
+-- it saw to a JSON file that test_nvim.py checks. Runs on Neovim 0.7 to 0.11:
+--   nvim --headless -u NONE -i NONE -n -c 'luafile tests/editors/nvim_driver.lua'
+-- Environment: DLLM_PLUGIN (editors/nvim), DLLM_CMD (JSON server command),
+-- DLLM_FILE (Python file to edit; line DLLM_LINE is blank and gets the ghost),
+-- DLLM_RESULT (JSON output), DLLM_TIMEOUT_MS.
+local env = vim.env
+local result = { steps = {} }
+local timeout = tonumber(env.DLLM_TIMEOUT_MS or "20000")
+local uv = vim.uv or vim.loop
+
+local function log(step)
+  result.steps[#result.steps + 1] = step
+end
+
+local function finish(ok, message)
+  result.ok = ok
+  result.error = message
+  local f = assert(io.open(env.DLLM_RESULT, "w"))
+  f:write(vim.fn.json_encode(result))
+  f:close()
+  vim.cmd(ok and "qall!" or "cquit 1")
+end
+
+local function lines()
+  return vim.api.nvim_buf_get_lines(0, 0, -1, true)
+end
+
+vim.opt.runtimepath:prepend(env.DLLM_PLUGIN)
+vim.cmd("filetype on")
+vim.o.swapfile = false
+vim.o.expandtab = true
+
+local function main()
+  -- DLLM_PYTHON: the plugin builds `python -m dllm_lsp serve` itself.
+  local server = env.DLLM_PYTHON and { python = env.DLLM_PYTHON } or { cmd = vim.fn.json_decode(env.DLLM_CMD) }
+  require("dllm").setup({
+    cmd = server.cmd,
+    python = server.python,
+    ghost_text = { debounce_ms = 30 },
+    settings = vim.fn.json_decode(env.DLLM_SETTINGS or "{}"),
+  })
+  vim.cmd("edit " .. vim.fn.fnameescape(env.DLLM_FILE))
+
+local lsp = require("dllm.lsp")
+local ghost = require("dllm.ghost")
+local status = require("dllm.status")
+result.version = tostring(vim.version().major) .. "." .. tostring(vim.version().minor)
+result.native_inline = ghost.native
+
+if not vim.wait(timeout, function() return lsp.client(0) ~= nil end, 50) then
+  return finish(false, "no dllm client attached to " .. env.DLLM_FILE)
+end
+log("attached")
+-- The engine loads in the background; ghost text needs it ready.
+vim.wait(timeout, function() return status.current ~= nil and status.current.state ~= "loading" end, 50)
+result.status = status.current
+local ghost_timeout = tonumber(env.DLLM_GHOST_TIMEOUT_MS or "10000")
+
+-- Insert mode is held by feedkeys("...", "x!") until a key exits it, so the
+-- rest runs in a coroutine resumed by a timer (Neovim's loop keeps running).
+local row = tonumber(env.DLLM_LINE or "2")
+vim.api.nvim_win_set_cursor(0, { row, 0 })
+local step_error
+local co = coroutine.create(function()
+  local function wait_for(cond, ms)
+    local deadline = uv.now() + ms
+    while not cond() do
+      if uv.now() > deadline then
+        return false
+      end
+      coroutine.yield()
+    end
+    return true
+  end
+  -- No ghost text is recorded (ghost = nil), not an error: test_nvim.py decides.
+  if wait_for(function() return ghost.shown() ~= nil end, ghost_timeout) then
+    log("ghost")
+    result.ghost = ghost.shown()
+    local marks = vim.api.nvim_buf_get_extmarks(0, ghost.namespace, 0, -1, { details = true })
+    result.extmarks = #marks
+    result.virt_lines = {}
+    for _, chunks in ipairs((marks[1] and marks[1][4].virt_lines) or {}) do
+      result.virt_lines[#result.virt_lines + 1] = chunks[1][1]
+    end
+    result.line_before_accept = vim.api.nvim_get_current_line()
+    vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<Tab>", true, false, true), "m", false)
+    if wait_for(function() return ghost.shown() == nil end, 2000) then
+      log("accepted")
+      result.line_after_accept = vim.api.nvim_get_current_line()
+      result.cursor_after_accept = vim.api.nvim_win_get_cursor(0)
+    end
+  end
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<Esc>", true, false, true), "n", false)
+end)
+local timer = uv.new_timer()
+timer:start(20, 20, vim.schedule_wrap(function()
+  if coroutine.status(co) ~= "dead" then
+    local resumed, e = coroutine.resume(co)
+    if not resumed then
+      step_error = "driver: " .. tostring(e)
+      vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<Esc>", true, false, true), "n", false)
+    end
+  end
+end))
+vim.fn.feedkeys("A", "x!")
+timer:stop()
+if step_error then
+  result.buffer = lines()
+  return finish(false, step_error)
+end
+result.buffer_after_accept = lines()
+
+-- Commands: regenerate line 1 (the server answers with workspace/applyEdit).
+local commands = require("dllm.commands")
+vim.cmd("1DllmRegenerate")
+-- The server answers after the client applied its workspace/applyEdit.
+vim.wait(timeout, function() return commands.last ~= nil end, 50)
+result.regenerate_response = commands.last and (commands.last.result or { error = commands.last.err })
+result.buffer_after_regenerate = lines()
+log("regenerate")
+
+-- :DllmFillHoles on a function whose body is a hole marker.
+vim.api.nvim_buf_set_lines(0, -1, -1, true, { "def sub(a, b):", "    {{fill}}" })
+commands.last = nil
+vim.cmd("DllmFillHoles")
+vim.wait(timeout, function() return commands.last ~= nil end, 50)
+result.fill_response = commands.last and (commands.last.result or { error = commands.last.err })
+result.buffer_after_fill = lines()
+log("fill")
+
+local toggled
+commands.execute("dllm.toggleCompletions", { false }, function(r) toggled = r end)
+vim.wait(timeout, function() return toggled ~= nil end, 50)
+result.toggle = toggled
+commands.execute("dllm.toggleCompletions", { true }, function() end)
+
+local engine_status
+commands.execute("dllm.engineStatus", {}, function(r) engine_status = r end)
+vim.wait(timeout, function() return engine_status ~= nil end, 50)
+result.engine_status = engine_status
+
+-- :checkhealth dllm renders into a new buffer; keep its text.
+vim.cmd("checkhealth dllm")
+result.health = vim.api.nvim_buf_get_lines(0, 0, -1, false)
+finish(true)
+end
+
+local ok, err = xpcall(main, debug.traceback)
+if not ok then
+  finish(false, "driver: " .. tostring(err))
+end

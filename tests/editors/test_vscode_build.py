@@ -1,0 +1,36 @@
+"""The VS Code extension builds offline from the committed lockfile: npm ci,
+tsc type-check, the node:test unit tests (Python discovery, settings mapping,
+status text), esbuild bundle and vsce package (editors/vscode/scripts/build.sh)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+from editor_env import REPO  # noqa: E402
+
+VSCODE = REPO / "editors" / "vscode"
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm not installed (Node.js is needed to build the extension)")
+def test_build_script_type_checks_tests_bundles_and_packages():
+    proc = subprocess.run([str(VSCODE / "scripts" / "build.sh")], capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    assert "# fail 0" in proc.stdout or "fail 0" in proc.stdout, proc.stdout[-2000:]
+    with zipfile.ZipFile(VSCODE / "dllm-lsp.vsix") as vsix:
+        names = set(vsix.namelist())
+        manifest = json.loads(vsix.read("extension/package.json"))
+    # Bundled: one JS file, no node_modules shipped.
+    assert "extension/out/extension.js" in names
+    assert not any("node_modules" in n for n in names), sorted(names)
+    assert manifest["main"] == "./out/extension.js"
+    commands = {c["command"] for c in manifest["contributes"]["commands"]}
+    assert {"dllm-lsp.regenerateSelection", "dllm-lsp.fillHoles", "dllm-lsp.toggleCompletions",
+            "dllm-lsp.restartEngine", "dllm-lsp.showEngineStatus"} <= commands

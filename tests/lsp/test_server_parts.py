@@ -1,0 +1,187 @@
+"""Server parts without the protocol: cache, scheduler, placeholders, diagnostics, document trees."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+
+from lsprotocol import types
+
+from dllm_lsp.server.diagnostics import SuspiciousToken, select, to_diagnostics
+from dllm_lsp.server.documents import DocumentStore
+from dllm_lsp.server.scheduler import RequestScheduler
+from dllm_lsp.server.suggestion_cache import CachedSuggestion, SuggestionCache
+from dllm_lsp.syntax.languages import language_for, parse
+
+
+def test_cache_follows_typing_through_a_suggestion():
+    cache = SuggestionCache()
+    text = "def f(x):\n    return \n"
+    cache.put("u", text, 21, CachedSuggestion("x + 1)", 1))
+    assert cache.get("u", text, 21) == CachedSuggestion("x + 1)", 1)
+    typed = text[:21] + "x +" + text[21:]
+    assert cache.get("u", typed, 24) == CachedSuggestion(" 1)", 1)
+    wrong = text[:21] + "y" + text[21:]
+    assert cache.get("u", wrong, 22) is None  # typed something else
+    assert cache.get("u", typed.replace("\n", " \n", 2), 25) is None  # the text after changed
+    assert cache.get("other", typed, 24) is None
+
+
+def test_cache_is_bounded():
+    cache = SuggestionCache(capacity=3)
+    for i in range(5):
+        cache.put("u", f"x{i} = ", 5, CachedSuggestion("1", 0))
+    assert cache.get("u", "x0 = ", 5) is None and cache.get("u", "x4 = ", 5) is not None
+
+
+async def test_scheduler_supersedes_and_counts():
+    scheduler = RequestScheduler(debounce_s=0.0)
+    started = asyncio.Event()
+    cancelled = []
+
+    async def slow():
+        started.set()
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.append(True)
+            raise
+
+    async def quick():
+        return "done"
+
+    first = asyncio.ensure_future(scheduler.run("doc", slow))
+    await started.wait()
+    assert await scheduler.run("doc", quick) == "done"
+    assert await first is None and cancelled == [True]
+    assert scheduler.stats.superseded_in_engine == 1 and scheduler.stats.completed == 1
+
+
+async def test_scheduler_propagates_a_client_cancel():
+    scheduler = RequestScheduler(debounce_s=0.0)
+    inner_cancelled = asyncio.Event()
+
+    async def slow():
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            inner_cancelled.set()
+            raise
+
+    handler = asyncio.ensure_future(scheduler.run("doc", slow))
+    await asyncio.sleep(0.01)
+    handler.cancel()
+    try:
+        await handler
+    except asyncio.CancelledError:
+        pass
+    else:
+        raise AssertionError("the handler should end cancelled")
+    assert inner_cancelled.is_set() and scheduler.stats.client_cancelled == 1
+
+
+def test_placeholders_come_from_the_refactor_recipes():
+    from dllm_lsp.refactor.apply import HoleFill
+    from dllm_lsp.server.options import ServerOptions
+    from dllm_lsp.server.placeholders import apply_fills, line_edits, plan_placeholders
+
+    text = ('def a():\n    pass\n\n\ndef b():\n    """Doc."""\n    ...\n\n\nx = f(...)\n\n\n'
+            'def c():\n    y = 1\n    pass\n\n\n{{fill}}\n')
+    store = DocumentStore()
+    doc = store.open(types.TextDocumentItem(uri="file:///p.py", language_id="python", version=1, text=text))
+    plan = plan_placeholders(doc, ServerOptions())
+    assert [text[h.start:h.end] for h in plan.holes] == ["pass", "...", "{{fill}}"]
+    new_text, filled = apply_fills(plan, [HoleFill("return 1", 1, "end", 1.0), None, HoleFill("", 1, "end", 1.0)])
+    assert filled == 1  # no fill for the second; the third is empty (dropped by shaping)
+    assert new_text == text.replace("    pass\n\n\ndef b", "    return 1\n\n\ndef b", 1)
+    [edit] = line_edits(text, new_text, "utf-16")
+    assert edit.range == types.Range(start=types.Position(line=1, character=0), end=types.Position(line=2, character=0))
+    assert edit.new_text == "    return 1\n"
+
+
+def test_diagnostics_from_suspicious_tokens():
+    text = "def f(x):\n    return y\n"
+    tokens = [SuspiciousToken(21, 22, 0.001, "x", 0.93), SuspiciousToken(4, 5, 0.2, "g", 0.9)]
+    [diagnostic] = to_diagnostics(text, select(tokens), "utf-16")
+    assert diagnostic.range == types.Range(start=types.Position(line=1, character=11),
+                                           end=types.Position(line=1, character=12))
+    assert diagnostic.severity == types.DiagnosticSeverity.Hint and diagnostic.data == {"replacement": "x"}
+
+
+def _tree_sexp(tree) -> str:
+    return str(tree.root_node)
+
+
+def test_incremental_changes_keep_the_tree_equal_to_a_fresh_parse():
+    rng = random.Random(7)
+    store = DocumentStore()
+    text = "def f(a, b):\n    s = 'héllo 😀'\n    return a + b\n\nclass C:\n    x = [1, 2]\n"
+    doc = store.open(types.TextDocumentItem(uri="file:///t.py", language_id="python", version=1, text=text))
+    pieces = ["x", "(", ")", ":", "\n    ", "😀", "中", "'", "def g():\n    pass\n", ""]
+    for version in range(2, 80):
+        index = doc.index
+        a, b = sorted(rng.randrange(len(doc.text) + 1) for _ in range(2))
+        rng_ = index.range(a, b)
+        store.change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=doc.uri, version=version),
+            content_changes=[types.TextDocumentContentChangePartial(range=rng_, text=rng.choice(pieces))]), "utf-16")
+        expected = doc.text
+        assert doc.tree.text == expected
+        assert _tree_sexp(doc.tree.tree) == _tree_sexp(parse(expected, language_for("x.py")))
+
+
+async def test_inflight_engine_call_is_shared_and_cancelled_by_the_last_waiter():
+    from dllm_lsp.server.inflight import InflightRequests
+
+    inflight = InflightRequests()
+    calls, cancelled = [], asyncio.Event()
+
+    async def engine():
+        calls.append(1)
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    a = asyncio.ensure_future(inflight.run("k", engine))
+    b = asyncio.ensure_future(inflight.run("k", engine))
+    await asyncio.sleep(0.01)
+    assert calls == [1] and inflight.joined == 1
+    a.cancel()
+    await asyncio.sleep(0.01)
+    assert not cancelled.is_set()  # b still wants it
+    b.cancel()
+    await asyncio.sleep(0.01)
+    assert cancelled.is_set()
+
+    async def quick():
+        return 42
+
+    assert await asyncio.gather(inflight.run("q", quick), inflight.run("q", quick)) == [42, 42]
+
+
+def test_changed_region_covers_whole_lines_around_the_edit():
+    from dllm_lsp.server.diagnostics import changed_region
+
+    old = "".join(f"line {i}\n" for i in range(40))
+    new = old.replace("line 20\n", "line twenty\n")
+    start, end = changed_region(old, new)
+    region = new[start:end]
+    assert "line twenty\n" in region and region.startswith("line 1") and region.endswith("\n")
+    assert region.count("\n") <= 2 * 4 + 1
+    assert changed_region(new, new) is None
+    first = changed_region(None, "x = 1\n" * 2000)
+    assert first[0] == 0 and first[1] <= 3000
+
+
+def test_findings_outside_the_region_are_kept_and_shifted():
+    from dllm_lsp.server.diagnostics import SuspiciousToken, merge_findings
+
+    old = "aaa\nbbb\nccc\n"
+    new = "aaa\nbbbbbb\nccc\n"
+    kept = [SuspiciousToken(0, 3, 0.001, "x", 0.9), SuspiciousToken(4, 7, 0.001, "y", 0.9),
+            SuspiciousToken(8, 11, 0.001, "z", 0.9)]
+    fresh = [SuspiciousToken(5, 8, 0.002, "q", 0.8)]
+    merged = merge_findings(kept, old, new, (4, 11), fresh)
+    assert [(t.start, t.end, t.alternative) for t in merged] == [(0, 3, "x"), (5, 8, "q"), (11, 14, "z")]

@@ -1,0 +1,81 @@
+"""`dllm-lsp refactor` end to end on the fixture repository, with the real default model in-process.
+
+The default model's text is not judged (it may be a random-init model); what
+is tested is the pipeline: every hole reaches the engine and comes back with
+passes, every fill is either applied or has a reason, written files parse
+with no new errors, diff mode writes nothing, and a rerun only sees the holes
+that were not filled (resumption by idempotence).
+"""
+
+from __future__ import annotations
+
+import json
+
+from dllm_lsp.syntax.languages import language_for
+from dllm_lsp.syntax.parse_check import new_error_count
+
+from .conftest import run_refactor, snapshot
+
+FAST = ("--max-tokens", "6", "--jobs", "2")
+
+
+def test_fill_bodies_diff_then_apply_then_resume(repo):
+    before = snapshot(repo)
+    diff_run = run_refactor(".", "--recipe", "fill-bodies", "--report", "diff.json", *FAST, cwd=repo)
+    assert diff_run.returncode == 0, diff_run.stderr
+    assert {k: v for k, v in snapshot(repo).items() if k != "diff.json"} == before, "diff mode wrote a file"
+    report = json.loads((repo / "diff.json").read_text())
+    holes = report["holes"]
+    assert len(holes) == 9
+    assert {h["file"].rsplit(".", 1)[1] for h in holes} == {"py", "js", "go", "rs"}
+    for h in holes:
+        assert h["recipe"] == "fill-bodies" and h["passes"] >= 1 and isinstance(h["text"], str)
+        assert h["applied"] or h["reason"], h
+        assert set(h["range"]) == {"start", "end"}
+    applied = [h for h in holes if h["applied"]]
+    assert bool(applied) == bool(diff_run.stdout.strip())
+    for h in applied:
+        assert f"+++ b/{h['file'].removeprefix('./')}" in diff_run.stdout
+
+    apply_run = run_refactor(".", "--recipe", "fill-bodies", "--apply", "--report", "apply.json", *FAST, cwd=repo)
+    assert apply_run.returncode == 0, apply_run.stderr
+    applied_report = json.loads((repo / "apply.json").read_text())
+    written = {f["file"].removeprefix("./") for f in applied_report["files"] if f["status"] == "written"}
+    after = snapshot(repo)
+    for name, old in before.items():
+        if name in written:
+            new = after[name].decode()
+            assert new != old.decode()
+            assert new_error_count(old.decode(), new, language_for(name)) == 0, name
+        else:
+            assert after[name] == old, f"{name} changed without being reported as written"
+
+    rerun = run_refactor(".", "--recipe", "fill-bodies", "--check", "-q", "--report", "re.json", *FAST, cwd=repo)
+    not_filled = sum(not h["applied"] for h in applied_report["holes"])
+    assert len(json.loads((repo / "re.json").read_text())["holes"]) == not_filled
+    assert rerun.returncode in (0, 1), rerun.stderr
+
+
+def test_exit_codes(repo, tmp_path):
+    clean = tmp_path / "clean.py"
+    clean.write_text("def f():\n    return 1\n")
+    ok = run_refactor(str(clean), "--recipe", "fill-bodies", "--check", cwd=tmp_path)
+    assert (ok.returncode, ok.stdout) == (0, ""), ok.stderr
+
+    changes = run_refactor("pkg/notes.py", "--recipe", "add-docstrings", "--check", *FAST, cwd=repo)
+    assert changes.returncode == 1, changes.stderr
+    assert changes.stdout.startswith("--- a/pkg/notes.py")
+
+    (tmp_path / "blob.py").write_bytes(b"\0\1\2")
+    skipped = run_refactor(str(clean), str(tmp_path / "blob.py"), "--recipe", "fill-bodies", cwd=tmp_path)
+    assert skipped.returncode == 3 and "blob.py: binary file" in skipped.stderr
+
+    bad_query = run_refactor(str(clean), "--recipe", "regenerate", "--query", "(nope @hole", cwd=tmp_path)
+    assert bad_query.returncode == 3 and "does not compile for python" in bad_query.stderr
+
+    bad_recipe = tmp_path / "r.toml"
+    bad_recipe.write_text('name = "r"\n[[rule]]\nlanguages = ["python"]\nquery = "(x) @y"\n')
+    usage = run_refactor(str(clean), "--recipe-file", str(bad_recipe), cwd=tmp_path)
+    assert usage.returncode == 2 and "never captures @hole" in usage.stderr
+    no_query = run_refactor(str(clean), "--recipe", "regenerate", cwd=tmp_path)
+    assert no_query.returncode == 2 and "--query" in no_query.stderr

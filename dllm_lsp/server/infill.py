@@ -83,8 +83,11 @@ def engine_hole(ctx: CompletionContext, language: Any, max_tokens: int, bucket: 
     """The engine's hole for a context: snippets as comments, LF line ends (the model was
     trained on LF text; shaping converts a fill back to the document's CRLF)."""
     prefix = with_snippets(ctx, language) if ctx.snippets else ctx.prefix
+    # A rest-of-line completion ends at its newline: the engine then stops denoising
+    # the slots after it (fewer passes), instead of shaping cutting them off afterwards.
+    stop = ("\n",) if ctx.kind == "line" else ()
     return Hole(prefix=prefix.replace("\r\n", "\n"), suffix=ctx.suffix.replace("\r\n", "\n"),
-                max_tokens=max_tokens, bucket=bucket)
+                max_tokens=max_tokens, bucket=bucket, stop=stop)
 
 
 def request_for(holes: list[Hole], options: ServerOptions, priority: str = "interactive") -> InfillRequest:

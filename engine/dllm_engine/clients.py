@@ -311,6 +311,8 @@ class OpenAIFimClient(EngineClient):
             "max_tokens": hole.max_tokens,
             "temperature": request.params.temperature,
         }
+        if hole.stop:
+            body["stop"] = list(hole.stop)
         try:
             r = await self._http.post("/v1/completions", json=body)
         except httpx.TransportError as exc:

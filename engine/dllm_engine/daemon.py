@@ -207,7 +207,10 @@ def _fim_request(body: Any) -> InfillRequest:
             top_p=float(body.get("top_p") or 1.0),
             seed=int(body.get("seed") or 0),
         )
-        hole = Hole(prefix=prompt, suffix=body.get("suffix") or "", max_tokens=int(body.get("max_tokens") or 64))
+        stop = body.get("stop") or ()
+        stop = (stop,) if isinstance(stop, str) else tuple(stop)
+        hole = Hole(prefix=prompt, suffix=body.get("suffix") or "", max_tokens=int(body.get("max_tokens") or 64),
+                    stop=stop)
     except (TypeError, ValueError) as exc:
         raise ProtocolError(f"bad completion parameters: {exc}") from None
     if body.get("n", 1) != 1 or body.get("stream"):

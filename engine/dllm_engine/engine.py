@@ -114,6 +114,7 @@ class Engine:
             banned=tuple(i for i in (cfg.mask_token_id, cfg.suffix_token_id, cfg.prefix_token_id) if i >= 0),
         )
         self.scheduler = Scheduler(self.config.max_batch, self.config.max_queue)
+        self._stop_cache: dict[tuple[str, ...], torch.Tensor] = {}
         self.metrics = EngineMetrics()
         self._cond = threading.Condition()
         # The runner is used by the engine loop and by score(); one at a time.
@@ -219,7 +220,21 @@ class Engine:
         self.scheduler.active.append(ActiveHole(
             state=state, index=index, context=ctx, canvas=canvas, max_tokens=hole.max_tokens,
             generator=gen, remask_budget=hole.max_tokens if params.remask_below > 0 else 0,
+            stop_ids=self._stop_ids(hole.stop) if hole.stop else None,
         ))
+
+    def _stop_ids(self, stop: tuple[str, ...]) -> torch.Tensor:
+        """bool [V]: the tokens whose text holds a stop string (computed once per stop set)."""
+        cached = self._stop_cache.get(stop)
+        if cached is None:
+            vocab = self.loaded.config.vocab_size
+            hits = [i for i in range(min(vocab, self.tokenizer.vocab_size))
+                    if any(s in self.tokenizer.decode([i]) for s in stop)]
+            cached = torch.zeros(vocab, dtype=torch.bool, device=self.runner.device)
+            cached[hits] = True
+            cached[list(self.special.end)] = False
+            self._stop_cache[stop] = cached
+        return cached
 
     def _bucket_for(self, max_tokens: int) -> int:
         return min(self.config.buckets[0], max_tokens)
@@ -323,6 +338,11 @@ class Engine:
 
     def _advance(self, a: ActiveHole) -> str | None:
         """After a pass: end at the first end token, grow a full canvas, or stop. Returns a finish reason."""
+        if a.stop_ids is not None:
+            stops = a.stop_ids[a.canvas.clamp(min=0)] & (a.canvas != self.special.mask)
+            if stops.any():
+                # Nothing after a committed stop token is part of the fill: end the canvas there.
+                a.canvas[int(stops.nonzero()[0]) + 1:] = self.special.end[0]
         is_end = torch.zeros_like(a.canvas, dtype=torch.bool)
         for end_id in self.special.end:
             is_end |= a.canvas == end_id
@@ -367,8 +387,13 @@ class Engine:
 
     def _finish_hole(self, a: ActiveHole, reason: str) -> None:
         tokens = self._fill_tokens(a)
+        text = self.tokenizer.decode(tokens)
+        stop = a.state.request.holes[a.index].stop
+        cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)
+        if cut >= 0:
+            text, reason = text[:cut], "end"
         a.state.results[a.index] = HoleResult(
-            text=self.tokenizer.decode(tokens), finish_reason=reason, passes=a.passes,
+            text=text, finish_reason=reason, passes=a.passes,
             tokens=len(tokens), committed_per_pass=a.committed_per_pass,
         )
         self.scheduler.active.remove(a)

@@ -83,10 +83,20 @@ class Hole:
     suffix: str = ""
     max_tokens: int = 64
     bucket: int | None = None
+    # The fill ends before the first of these strings (e.g. ["\n"] for a rest-of-line
+    # completion). A committed token holding one also ends the canvas there, so the
+    # slots after it are never denoised: fewer passes, not just a shorter answer.
+    stop: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if isinstance(self.stop, list):
+            object.__setattr__(self, "stop", tuple(self.stop))
 
     def validate(self) -> None:
         if not isinstance(self.prefix, str) or not isinstance(self.suffix, str):
             raise ProtocolError("prefix and suffix must be strings")
+        if not all(isinstance(s, str) and s for s in self.stop) or len(self.stop) > 8:
+            raise ProtocolError("stop must be a list of at most 8 non-empty strings")
         if not (1 <= self.max_tokens <= 1024):
             raise ProtocolError(f"max_tokens must be in [1, 1024], got {self.max_tokens!r}")
         if self.bucket is not None and not (1 <= self.bucket <= self.max_tokens):

@@ -64,6 +64,7 @@ class ActiveHole:
     passes: int = 0
     committed_per_pass: list[int] = field(default_factory=list)
     remask_budget: int = 0
+    stop_ids: torch.Tensor | None = None  # bool [V]: tokens holding a stop string
 
     @property
     def params(self):

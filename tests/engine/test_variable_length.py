@@ -89,3 +89,17 @@ def test_threshold_commits_many_tokens_per_pass(engine):
                                       params=DiffusionParams(threshold=1.5))).holes[0]
     assert one.text == h.text
     assert one.committed_per_pass == [1] * one.passes
+
+
+def test_stop_string_ends_the_canvas_early(engine):
+    # The model wants to write two lines; a rest-of-line hole stops at the newline and
+    # never denoises the slots after it.
+    target = target_ids(engine, "x + 1\n    return y + 2")
+    scripted(engine, target, p_target=0.5)  # one token per pass
+    h = engine.infill(InfillRequest(holes=[Hole(prefix="y = ", max_tokens=32, bucket=32, stop=("\n",))])).holes[0]
+    assert h.text == "x + 1"
+    assert h.finish_reason == "end"
+    newline_slot = next(i for i, t in enumerate(target) if "\n" in engine.tokenizer.decode([t]))
+    assert h.passes <= newline_slot + 1  # nothing after the newline was denoised
+    free = engine.infill(InfillRequest(holes=[Hole(prefix="y = ", max_tokens=32, bucket=32)])).holes[0]
+    assert free.text.startswith("x + 1\n") and free.passes > h.passes

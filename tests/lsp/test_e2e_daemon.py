@@ -77,13 +77,14 @@ async def test_daemon_serves_and_cancels(client, daemon):
     assert stats["engineHealth"]["status"] == "ok"
 
     # Supersede a request in flight: its HTTP request is dropped, which cancels it in the daemon.
+    # A block body (no stop at the newline, up to 128 tokens) keeps the first request busy.
     client.text_document_did_change(types.DidChangeTextDocumentParams(
         text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
         content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=pos(1, 11), end=pos(1, 11)), text="(")]))
-    first = asyncio.ensure_future(inline(client, URI, 1, 12))
+            range=types.Range(start=pos(2, 0), end=pos(2, 0)), text="\n\ndef mul(a, b):\n    ")]))
+    first = asyncio.ensure_future(inline(client, URI, 5, 4))
     await asyncio.sleep(0.15)
-    await inline(client, URI, 1, 12)
+    await inline(client, URI, 5, 4)
     assert not (await first).items
     stats = await command(client, "dllm.serverStats")
     assert stats["engineCancelled"] == 1 and stats["scheduler"]["superseded_in_engine"] == 1

@@ -63,11 +63,12 @@ async def test_default_model_serves_completions_and_edits(client):
     cancelled_before = (await command(client, "dllm.serverStats"))["engineCancelled"]
     future = asyncio.ensure_future(client.protocol.send_request_async(
         types.TEXT_DOCUMENT_INLINE_COMPLETION,
-        types.InlineCompletionParams(text_document=types.TextDocumentIdentifier(uri=URI), position=pos(4, 12),
+        # An empty line between definitions: a multi-line fill (no stop at the newline) takes many passes.
+        types.InlineCompletionParams(text_document=types.TextDocumentIdentifier(uri=URI), position=pos(5, 0),
                                      context=types.InlineCompletionContext(
                                          trigger_kind=types.InlineCompletionTriggerKind.Invoked)),
         msg_id="e2e-cancel"))
-    await asyncio.sleep(0.1)  # in the engine by now: a line takes several passes of ~30 ms
+    await asyncio.sleep(0.1)  # in the engine by now
     client.cancel_request(types.CancelParams(id="e2e-cancel"))
     with pytest.raises(JsonRpcRequestCancelled):
         await asyncio.wait_for(future, 10)

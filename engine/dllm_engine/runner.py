@@ -23,6 +23,23 @@ from .protocol import ProtocolError
 
 
 MAX_CACHED_BATCHES = 8
+PREFIX_TRIM_STEP = 32  # the kept prefix starts on a multiple of this: stable while typing
+
+
+def trim_to_trained(prefix_ids: list[int], suffix_ids: list[int], budget: int) -> tuple[list[int], list[int]]:
+    """Keep the tokens nearest the hole within `budget`: the start of the suffix (at most a
+    quarter) and the end of the prefix.
+
+    The cut in the prefix moves in steps of PREFIX_TRIM_STEP tokens, so consecutive
+    keystrokes keep the same context start and the prefix cache still serves them.
+    """
+    suffix_ids = suffix_ids[: min(len(suffix_ids), budget // 4)]
+    room = budget - len(suffix_ids)
+    if len(prefix_ids) > room:
+        start = len(prefix_ids) - room
+        start = -(-start // PREFIX_TRIM_STEP) * PREFIX_TRIM_STEP  # round up: never over budget
+        prefix_ids = prefix_ids[start:]
+    return prefix_ids, suffix_ids
 
 
 @dataclass
@@ -61,6 +78,9 @@ class ModelRunner:
 
     @torch.inference_mode()
     def encode_context(self, prefix_ids: list[int], suffix_ids: list[int], canvas_room: int) -> EncodedContext:
+        trained = self.config.extra.get("context_tokens")
+        if trained:  # a model trained on short contexts sees what it was trained on
+            prefix_ids, suffix_ids = trim_to_trained(prefix_ids, suffix_ids, int(trained) - 2)
         ids_list = native_context_ids(prefix_ids, suffix_ids, self.config)
         if len(ids_list) + canvas_room > self.window:
             raise ProtocolError(

@@ -58,3 +58,18 @@ def test_cache_is_bounded_and_evicts_lru(tiny_model):
         runner.encode_context([7 + i] * 300, [6] * 10, 8)
     assert len(runner.cache) <= 3
     assert runner.cache.nbytes <= runner.cache.max_bytes or len(runner.cache) == 1
+
+
+def test_trimming_to_the_trained_context_keeps_a_stable_start():
+    from dllm_engine.runner import PREFIX_TRIM_STEP, trim_to_trained
+
+    prefix, suffix = list(range(1000)), list(range(5000, 5300))
+    p1, s1 = trim_to_trained(prefix, suffix, 254)
+    assert len(p1) + len(s1) <= 254 and s1 == suffix[:63] and p1[-1] == 999
+    # A typed token appends to the prefix; the kept prefix starts at the same token (cache hit)
+    # until the cut moves by a whole step.
+    p2, _ = trim_to_trained(prefix + [1000], suffix, 254)
+    assert p2[0] == p1[0] or p2[0] == p1[0] + PREFIX_TRIM_STEP
+    starts = {trim_to_trained(prefix + list(range(1000, 1000 + k)), suffix, 254)[0][0] for k in range(64)}
+    assert len(starts) <= 3
+    assert trim_to_trained([1, 2], [3], 254) == ([1, 2], [3])

@@ -89,6 +89,9 @@ def main() -> None:
     torch.set_num_threads(args.threads)
 
     engine = Engine(EngineConfig(model=args.model, threads=args.threads, dtype=args.dtype))
+    # The shape is 1,024 context tokens: lift the default model's trained-context trim
+    # so the engine and the naive sampler both see all of it.
+    engine.loaded.config.extra.pop("context_tokens", None)
     prefix, suffix = trim_to_tokens(engine, *context_text(8000), args.context_tokens)
     n_ctx = len(native_context_ids(engine.tokenizer.encode(prefix), engine.tokenizer.encode(suffix), engine.loaded.config))
     rows = []
@@ -115,18 +118,21 @@ def main() -> None:
     # re-infilling a 16-token hole after each keystroke, with the cache warm.
     typed = "        result = self.parse(value, strict=True)"
     engine.infill(InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=16, bucket=16)]))
-    key_ms, key_passes, key_reused = [], [], []
-    text = prefix
-    for ch in (typed * 4)[: args.keystrokes]:
-        text += ch
-        t0 = time.perf_counter()
-        res = engine.infill(InfillRequest(holes=[Hole(prefix=text, suffix=suffix, max_tokens=16, bucket=16)]))
-        key_ms.append(1000 * (time.perf_counter() - t0))
-        key_passes.append(res.holes[0].passes)
-        key_reused.append(res.cached_tokens / max(1, res.context_tokens))
+    replays = {}
+    for label, stop in (("16-token hole", ()), ("16-token rest-of-line hole (stop at newline, as the server asks)", ("\n",))):
+        key_ms, key_passes, key_reused = [], [], []
+        text = prefix
+        for ch in (typed * 4)[: args.keystrokes]:
+            text += ch
+            t0 = time.perf_counter()
+            res = engine.infill(InfillRequest(holes=[Hole(prefix=text, suffix=suffix, max_tokens=16, bucket=16,
+                                                          stop=stop)]))
+            key_ms.append(1000 * (time.perf_counter() - t0))
+            key_passes.append(res.holes[0].passes)
+            key_reused.append(res.cached_tokens / max(1, res.context_tokens))
+        replays[label] = (key_ms, key_passes, key_reused)
     engine.shutdown()
 
-    q = statistics.quantiles(key_ms, n=20)
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     model_name = args.model or f"default ({DEFAULT_MODEL_DIR.name}, {engine.loaded.config.num_params / 1e6:.1f} M params)"
     lines = [
@@ -143,13 +149,14 @@ def main() -> None:
     ]
     for length, nt, np_, oc, ow, op in rows:
         lines.append(f"| {length} tokens | {nt:.0f} | {np_} | {oc:.0f} | {ow:.0f} | {op:.0f} | {nt / ow:.1f}x | {nt / oc:.1f}x |")
-    lines += [
-        "",
-        f"Keystroke replay ({len(key_ms)} keystrokes, 16-token hole, warm cache): p50 {statistics.median(key_ms):.1f} ms, "
-        f"p95 {q[18]:.1f} ms, median passes {statistics.median(key_passes):.0f}, "
-        f"context served from cache {100 * statistics.median(key_reused):.1f}% (median). Target p50 <= 40 ms.",
-        "",
-    ]
+    lines += ["", f"Keystroke replay: {args.keystrokes} keystrokes typed at the end of the prefix, a re-infill "
+              "after each, warm cache. Target: p50 <= 40 ms for a 16-token hole.", "",
+              "| hole | p50 ms | p95 ms | median passes | context from cache (median) |", "|---|---|---|---|---|"]
+    for label, (key_ms, key_passes, key_reused) in replays.items():
+        q = statistics.quantiles(key_ms, n=20)
+        lines.append(f"| {label} | {statistics.median(key_ms):.1f} | {q[18]:.1f} | "
+                     f"{statistics.median(key_passes):.0f} | {100 * statistics.median(key_reused):.1f}% |")
+    lines.append("")
     out = "\n".join(lines)
     print(out)
     if args.write:

@@ -52,7 +52,7 @@ class DiffusionOptions:
 class ServerOptions:
     enable: bool = True
     engine: EngineOptions = field(default_factory=EngineOptions)
-    debounce_ms: int = 75
+    debounce_ms: int = 20  # short: a newer keystroke cancels the older request in the engine anyway
     inline_completion: bool = True
     completion: bool = True
     diagnostics: bool = True

@@ -8,7 +8,7 @@ from dllm_lsp.server.options import ServerOptions, parse_options, to_json
 def test_defaults_round_trip_through_camel_case_json():
     defaults = ServerOptions()
     data = to_json(defaults)
-    assert data["debounceMs"] == 75 and data["engine"]["openaiModel"] is None
+    assert data["debounceMs"] == 20 and data["engine"]["openaiModel"] is None
     assert data["context"] == {"prefixTokens": 768, "suffixTokens": 256, "snippetTokens": 256}
     parsed, problems = parse_options(data)
     assert parsed == defaults and problems == []

@@ -125,3 +125,17 @@ def body_on_new_line(completion: str, opener_line: str, unit: str) -> str:
     first, _, rest = completion.partition("\n")
     body = "\n" + leading(opener_line) + unit + first.lstrip(" \t")
     return body + ("\n" + rest if rest else "")
+
+
+def tidy_inline_start(completion: str, line_prefix: str) -> str:
+    """A fill that continues a line of code starts with at most one space.
+
+    Models often emit indentation-like runs of spaces at a mid-line hole
+    (``value =     None``); after whitespace the cursor already has, none.
+    """
+    first, sep, rest = completion.partition("\n")
+    stripped = first.lstrip(" \t")
+    if not stripped or stripped == first:
+        return completion
+    lead = "" if line_prefix[-1:] in (" ", "\t") else " "
+    return lead + stripped + sep + rest

@@ -22,6 +22,7 @@ from dllm_lsp.syntax.indentation import (
     detected_indent_unit,
     leading,
     rescale_steps,
+    tidy_inline_start,
 )
 from dllm_lsp.syntax.languages import LanguageSpec, parse
 from dllm_lsp.syntax.parse_check import new_error_count
@@ -93,6 +94,8 @@ def shape_completion(
     if ctx.kind == "block" and cur.line_prefix.strip() and indent_language:
         comp = body_on_new_line(comp, cur.line_prefix, unit)
     comp = align_first_line(comp, cur.line_prefix, cur.expected_indent)
+    if cur.line_prefix.strip():
+        comp = tidy_inline_start(comp, cur.line_prefix)
     base = cur.line_prefix + leading(comp) if not cur.line_prefix.strip() else leading(cur.line_prefix)
     if detected:
         comp = rescale_steps(comp, len(base), unit)

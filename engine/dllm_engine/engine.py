@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .canvas_rules import advance, fill_tokens, remask, stop_token_mask
 from .checkpoint import LoadedModel, load
 from .denoise import SpecialIds, denoise_pass
 from .metrics import EngineMetrics
@@ -227,12 +228,8 @@ class Engine:
         """bool [V]: the tokens whose text holds a stop string (computed once per stop set)."""
         cached = self._stop_cache.get(stop)
         if cached is None:
-            vocab = self.loaded.config.vocab_size
-            hits = [i for i in range(min(vocab, self.tokenizer.vocab_size))
-                    if any(s in self.tokenizer.decode([i]) for s in stop)]
-            cached = torch.zeros(vocab, dtype=torch.bool, device=self.runner.device)
-            cached[hits] = True
-            cached[list(self.special.end)] = False
+            cached = stop_token_mask(stop, self.tokenizer, self.loaded.config.vocab_size, self.special,
+                                     self.runner.device)
             self._stop_cache[stop] = cached
         return cached
 
@@ -316,64 +313,13 @@ class Engine:
             n = a.canvas.numel()
             a.canvas = self.runner.edit_canvas(new_canvases[row, :n].clone(), commit[row, :n], a.max_tokens)
             if a.remask_budget > 0:
-                self._remask(a, out.token_prob[row], commit[row])
-            reason = self._advance(a)
+                remask(a, self.special, out.token_prob[row], commit[row])
+            reason = advance(a, self.special)
             if reason:
                 finished.append((a, reason))
             elif a.state.on_event is not None:
                 self._emit(a)
         return finished
-
-    def _remask(self, a: ActiveHole, token_prob: torch.Tensor, just_committed: torch.Tensor) -> None:
-        """Re-mask earlier commits the model now doubts (never this pass's, never past the end)."""
-        n = a.canvas.numel()
-        committed = (a.canvas != self.special.mask) & ~just_committed[:n]
-        for end_id in self.special.end:
-            committed &= a.canvas != end_id
-        doubtful = committed & (token_prob[:n] < a.params.remask_below)
-        idx = doubtful.nonzero().squeeze(-1)[: a.remask_budget]
-        if idx.numel():
-            a.canvas[idx] = self.special.mask
-            a.remask_budget -= idx.numel()
-
-    def _advance(self, a: ActiveHole) -> str | None:
-        """After a pass: end at the first end token, grow a full canvas, or stop. Returns a finish reason."""
-        if a.stop_ids is not None:
-            stops = a.stop_ids[a.canvas.clamp(min=0)] & (a.canvas != self.special.mask)
-            if stops.any():
-                # Nothing after a committed stop token is part of the fill: end the canvas there.
-                a.canvas[int(stops.nonzero()[0]) + 1:] = self.special.end[0]
-        is_end = torch.zeros_like(a.canvas, dtype=torch.bool)
-        for end_id in self.special.end:
-            is_end |= a.canvas == end_id
-        if is_end.any():
-            first = int(is_end.nonzero()[0])
-            before = a.canvas[:first]
-            if not (before == self.special.mask).any():
-                a.canvas = before.clone()
-                return "end"
-            a.canvas[first + 1:] = self.special.end[0]  # everything after the end is padding
-        still_masked = bool((a.canvas == self.special.mask).any())
-        if still_masked:
-            return None
-        if is_end.any():
-            return "end"
-        n = a.canvas.numel()
-        if n >= a.max_tokens:
-            return "max_tokens"
-        grow = min(n, a.max_tokens - n)  # double, up to max_tokens
-        tail = torch.full((grow,), self.special.mask, dtype=a.canvas.dtype, device=a.canvas.device)
-        a.canvas = torch.cat((a.canvas, tail))
-        return None
-
-    def _fill_tokens(self, a: ActiveHole) -> list[int]:
-        ids = a.canvas.tolist()
-        out = []
-        for t in ids:
-            if t == self.special.mask or t in self.special.end:
-                break
-            out.append(t)
-        return out
 
     def _emit(self, a: ActiveHole) -> None:
         ids = a.canvas.tolist()
@@ -386,7 +332,7 @@ class Engine:
             log.exception("canvas event listener failed")
 
     def _finish_hole(self, a: ActiveHole, reason: str) -> None:
-        tokens = self._fill_tokens(a)
+        tokens = fill_tokens(a, self.special)
         text = self.tokenizer.decode(tokens)
         stop = a.state.request.holes[a.index].stop
         cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)

@@ -1,0 +1,76 @@
+"""What happens to one canvas after a pass: end, stop, grow, re-mask, read out.
+
+Pure functions over one canvas (a 1-D tensor of token ids) and the special ids;
+the engine loop calls them per hole after the batched commit.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .denoise import SpecialIds
+from .scheduler import ActiveHole
+from .tokenizer import TextTokenizer
+
+
+def advance(a: ActiveHole, special: SpecialIds) -> str | None:
+    """End at the first end token, grow a full canvas, or keep going. Returns a finish reason."""
+    if a.stop_ids is not None:
+        stops = a.stop_ids[a.canvas.clamp(min=0)] & (a.canvas != special.mask)
+        if stops.any():
+            # Nothing after a committed stop token is part of the fill: end the canvas there.
+            a.canvas[int(stops.nonzero()[0]) + 1:] = special.end[0]
+    is_end = torch.zeros_like(a.canvas, dtype=torch.bool)
+    for end_id in special.end:
+        is_end |= a.canvas == end_id
+    if is_end.any():
+        first = int(is_end.nonzero()[0])
+        before = a.canvas[:first]
+        if not (before == special.mask).any():
+            a.canvas = before.clone()
+            return "end"
+        a.canvas[first + 1:] = special.end[0]  # everything after the end is padding
+    if bool((a.canvas == special.mask).any()):
+        return None
+    if is_end.any():
+        return "end"
+    n = a.canvas.numel()
+    if n >= a.max_tokens:
+        return "max_tokens"
+    grow = min(n, a.max_tokens - n)  # double, up to max_tokens
+    tail = torch.full((grow,), special.mask, dtype=a.canvas.dtype, device=a.canvas.device)
+    a.canvas = torch.cat((a.canvas, tail))
+    return None
+
+
+def remask(a: ActiveHole, special: SpecialIds, token_prob: torch.Tensor, just_committed: torch.Tensor) -> None:
+    """Re-mask earlier commits the model now doubts (never this pass's, never past the end)."""
+    n = a.canvas.numel()
+    committed = (a.canvas != special.mask) & ~just_committed[:n]
+    for end_id in special.end:
+        committed &= a.canvas != end_id
+    doubtful = committed & (token_prob[:n] < a.params.remask_below)
+    idx = doubtful.nonzero().squeeze(-1)[: a.remask_budget]
+    if idx.numel():
+        a.canvas[idx] = special.mask
+        a.remask_budget -= idx.numel()
+
+
+def fill_tokens(a: ActiveHole, special: SpecialIds) -> list[int]:
+    """The committed tokens of the fill: up to the first mask or end token."""
+    out = []
+    for t in a.canvas.tolist():
+        if t == special.mask or t in special.end:
+            break
+        out.append(t)
+    return out
+
+
+def stop_token_mask(stop: tuple[str, ...], tokenizer: TextTokenizer, vocab: int, special: SpecialIds,
+                    device: torch.device) -> torch.Tensor:
+    """bool [V]: the tokens whose text holds a stop string."""
+    hits = [i for i in range(min(vocab, tokenizer.vocab_size)) if any(s in tokenizer.decode([i]) for s in stop)]
+    mask = torch.zeros(vocab, dtype=torch.bool, device=device)
+    mask[hits] = True
+    mask[list(special.end)] = False
+    return mask

@@ -135,9 +135,11 @@ async function main() {
     await page.keyboard.press("Escape");
     const beforeFill = (await editorText()).join("\n");
     await palette("dllm: Fill Holes in File");
+    // Wait for the marker itself to go (any other change, e.g. ghost text rendering
+    // after the typing, would end the wait before the edit lands), or the server's toast.
     await page.waitForFunction(
-      (prev) => [...document.querySelectorAll(".monaco-editor .view-lines .view-line")]
-        .map((e) => e.textContent.replace(/\u00a0/g, " ")).join("\n") !== prev
+      (prev) => prev.includes("{{fill}}") && ![...document.querySelectorAll(".monaco-editor .view-lines .view-line")]
+        .map((e) => e.textContent.replace(/\u00a0/g, " ")).join("\n").includes("{{fill}}")
         || /fill holes/i.test(document.querySelector(".notifications-toasts")?.textContent ?? ""),
       beforeFill, { timeout },
     );

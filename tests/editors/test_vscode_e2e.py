@@ -140,7 +140,13 @@ def run_vscode(kind: str, tmp_path: Path, artifacts: Path, vsix: Path, timeout_m
     shutil.copy(tmp_path / "code-server.log", shots / "code-server.log")
     for channel in (data / "logs").rglob("*dllm*.log"):  # the extension's output channel
         shutil.copy(channel, shots / "output-dllm.log")
-    assert result["ok"], f"{result.get('error')}\nsteps: {result['steps']}\nscreenshots: {shots}"
+    if not result["ok"]:
+        channel = shots / "output-dllm.log"
+        tail = channel.read_text()[-3000:] if channel.exists() else "(no output channel log)"
+        raise AssertionError(
+            f"{result.get('error')}\nsteps: {result['steps']}\neditor: {result.get('editorAtFailure')}\n"
+            f"toasts: {result.get('toastsAtFailure')}\nextension log tail:\n{tail}\nscreenshots: {shots}"
+        )
     return result, source
 
 

@@ -23,8 +23,11 @@ async function palette(command) {
   const input = page.locator(".quick-input-widget input");
   await input.waitFor({ state: "visible", timeout: 10000 });
   await input.fill(`>${command}`);
-  await page.locator(".quick-input-list .monaco-list-row", { hasText: command }).first().waitFor({ timeout: 10000 });
-  await page.keyboard.press("Enter");
+  // Click the row that names the command: Enter runs the focused row, which can
+  // still be a recently-used command while the list is being filtered.
+  const row = page.locator(".quick-input-list .monaco-list-row", { hasText: command }).first();
+  await row.waitFor({ timeout: 10000 });
+  await row.click();
 }
 
 async function editorText() {
@@ -133,6 +136,12 @@ async function main() {
     await page.keyboard.press("Enter");
     await page.keyboard.type("{{fill}}");
     await page.keyboard.press("Escape");
+    // The marker must be on screen (typed, not swallowed by a popup) before the command runs.
+    await page.waitForFunction(
+      () => [...document.querySelectorAll(".monaco-editor .view-lines .view-line")]
+        .some((e) => e.textContent.includes("{{fill}}")),
+      null, { timeout: 10000 },
+    );
     const beforeFill = (await editorText()).join("\n");
     await palette("dllm: Fill Holes in File");
     // Wait for the marker itself to go (any other change, e.g. ghost text rendering
@@ -161,6 +170,10 @@ async function main() {
     result.ok = false;
     result.error = String(error && error.stack ? error.stack : error);
     if (page) {
+      // What the editor and the notifications showed when it failed, for the report.
+      result.editorAtFailure = await editorText().catch(() => []);
+      result.toastsAtFailure = await page.locator(".notifications-toasts .notification-toast").allInnerTexts()
+        .catch(() => []);
       await shot("99-failure").catch(() => {});
     }
   } finally {

@@ -130,3 +130,26 @@ def test_real_engine_on_a_freshly_trained_checkpoint(tiny_data, tmp_path):
         assert 1 <= o.passes <= n and o.tokens <= n
         assert o.passed is not None and o.syntax_ok is not None and o.latency_ms > 0
     assert all(1 <= o.passes <= 16 for o in outcomes if o.arm == "variable")
+
+
+class RecordingClient(FakeClient):
+    """Like FakeClient, and keeps every hole it was asked to fill."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        super().__init__(answers)
+        self.holes = []
+
+    async def infill(self, request, on_event=None):
+        self.holes.append(request.holes[0])
+        return await super().infill(request, on_event)
+
+
+def test_line_mode_arm_stops_at_newline_and_runs_only_on_single_line_holes():
+    line = Task(task_id="a", benchmark="heldout-line", prefix="def f(x):\n", middle="    return x\n", suffix="")
+    multi = Task(task_id="b", benchmark="heldout-lines", prefix="def g(x):\n", middle="    y = x\n    return y\n",
+                 suffix="")
+    client = RecordingClient({line.prefix[-40:]: "    return x"})  # the engine cuts the fill at the stop newline
+    outcomes = asyncio.run(evaluate(client, [line, multi], [Arm("line", line=True)], ContextTrimmer(None, None), {}))
+    assert [o.task_id for o in outcomes] == ["a"]  # no line-mode fill for a multi-line hole
+    assert client.holes[0].stop == ("\n",)
+    assert outcomes[0].fill == "    return x\n" and outcomes[0].exact

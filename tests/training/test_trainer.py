@@ -70,3 +70,27 @@ def test_schedule_warms_up_then_decays_by_steps_or_time(tiny_data, tmp_path):
     assert abs(lr_at(cfg, 60, 0) - 0.55) < 1e-9 and abs(lr_at(cfg, 110, 0) - 0.1) < 1e-9
     cfg.time_budget_s = 100.0
     assert abs(lr_at(cfg, 20, 100.0) - 0.1) < 1e-9  # the wall-clock budget ends the schedule
+
+
+def test_init_continues_from_a_checkpoint_and_keeps_its_history(tiny_data, tmp_path):
+    """--init: step 0 holds the given checkpoint's weights; the export records the earlier training."""
+    import json
+
+    import torch
+
+    from dllm_engine.checkpoint import DEFAULT_MODEL_DIR, load
+    from dllm_engine.training.batches import StreamConfig
+    from dllm_engine.training.trainer import Trainer, TrainConfig
+
+    tiny = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64}
+    common = dict(data_dir=tiny_data / "train", tokenizer=DEFAULT_MODEL_DIR / "tokenizer.json", model=tiny,
+                  stream=StreamConfig(batch_size=2, context_budget=32), eval_every=1000)
+    first = Trainer(TrainConfig(out_dir=tmp_path / "a", max_steps=2, **common))
+    first.run(on_log=lambda r: None)
+    second = Trainer(TrainConfig(out_dir=tmp_path / "b", max_steps=1, init_from=tmp_path / "a" / "last", **common))
+    saved = load(str(tmp_path / "a" / "last"), dtype=torch.float32).model.state_dict()
+    for name, value in second.model.state_dict().items():
+        assert torch.equal(value, saved[name].to(value.dtype)), name
+    second.run(on_log=lambda r: None)
+    facts = json.loads((tmp_path / "b" / "last" / "training.json").read_text())
+    assert facts["step"] == 1 and facts["previous"]["step"] == 2 and facts["previous"]["tokens"] > 0

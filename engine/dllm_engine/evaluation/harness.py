@@ -4,7 +4,10 @@ An arm is one decoding setting: the hole length either left to the engine
 (variable: smallest bucket, grows as needed, pads end the fill) or given
 (oracle: canvas = max_tokens = the reference fill's token count), and either
 one token per pass (threshold >= 1.0) or threshold decoding. The `empty` arm
-fills nothing: the floor a benchmark gives for free.
+fills nothing: the floor a benchmark gives for free. Line-mode arms decode as
+the language server does for a single-line completion: the fill stops at its
+first newline (a stop string) and is one whole line; they run only on the
+benchmarks whose holes are single lines.
 
 Any `dllm_engine.clients.EngineClient` can be evaluated (in-process engine,
 daemon, OpenAI-compatible FIM endpoint). Fills are scored afterwards in
@@ -27,6 +30,10 @@ class Arm:
     oracle_length: bool = False
     threshold: float = 0.9
     empty: bool = False
+    line: bool = False  # stop at the first newline, as the server's single-line completions do
+
+
+LINE_BENCHMARKS = ("single-line", "heldout-line")
 
 
 def default_arms(threshold: float = 0.9) -> list[Arm]:
@@ -36,7 +43,13 @@ def default_arms(threshold: float = 0.9) -> list[Arm]:
         Arm("variable length, 1 token/pass", False, 1.0),
         Arm(f"oracle length, threshold {threshold}", True, threshold),
         Arm("oracle length, 1 token/pass", True, 1.0),
+        Arm(f"line mode, threshold {threshold}", False, threshold, line=True),
+        Arm("line mode, 1 token/pass", False, 1.0, line=True),
     ]
+
+
+def applies(arm: Arm, task: Task) -> bool:
+    return not arm.line or task.benchmark in LINE_BENCHMARKS
 
 
 @dataclass
@@ -85,14 +98,17 @@ async def fill_one(client, task: Task, arm: Arm, trim: ContextTrimmer, max_token
         n = max(1, min(1024, trim.count(task.middle)))
         hole = Hole(prefix=prefix, suffix=suffix, max_tokens=n, bucket=n)
     else:
-        hole = Hole(prefix=prefix, suffix=suffix, max_tokens=max_tokens)
+        hole = Hole(prefix=prefix, suffix=suffix, max_tokens=max_tokens, stop=("\n",) if arm.line else ())
     request = InfillRequest(holes=[hole], params=DiffusionParams(threshold=arm.threshold), priority="batch")
     t0 = time.perf_counter()
     result = await client.infill(request)
     latency = (time.perf_counter() - t0) * 1000
     h = result.holes[0]
     committed = sum(h.committed_per_pass) if h.committed_per_pass else h.tokens
-    return Outcome(task.task_id, task.benchmark, arm.name, fill=h.text, passes=h.passes, tokens=h.tokens,
+    fill = h.text
+    if arm.line:  # one whole line, as the editor inserts it before the line break
+        fill = fill + "\n" if fill.strip() else ""
+    return Outcome(task.task_id, task.benchmark, arm.name, fill=fill, passes=h.passes, tokens=h.tokens,
                    committed=committed, latency_ms=latency, finish_reason=h.finish_reason)
 
 
@@ -123,6 +139,8 @@ async def evaluate(client, tasks: list[Task], arms: list[Arm], trim: ContextTrim
         await fill_one(client, tasks[0], model_arms[0], trim, 8)
     for arm in arms:
         for i, task in enumerate(tasks):
+            if not applies(arm, task):
+                continue
             outcomes.append(await fill_one(client, task, arm, trim, max_tokens.get(task.benchmark, 64)))
             if progress:
                 progress(arm, i + 1, len(tasks))

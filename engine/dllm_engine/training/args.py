@@ -13,6 +13,8 @@ def add_arguments(p) -> None:
     p.add_argument("--package-cap-mb", type=float, default=4.0, help="source megabytes kept per package")
     p.add_argument("--prepare-only", action="store_true", help="only build the manifest and token files")
     p.add_argument("--resume", action="store_true", help="continue from OUT/state.pt if present")
+    p.add_argument("--init", help="continue from this native checkpoint's weights (e.g. the embedded default model)")
+    p.add_argument("--cpu-bf16", action="store_true", help="bf16 autocast on CPU (faster on CPUs with bf16 matmuls)")
     p.add_argument("--gpu-preset", action="store_true", help="the one-shot single-GPU recipe (~45M params, 7 min)")
     p.add_argument("--time-budget", help="stop after this much training time (e.g. 80m, 1.5h, 420)")
     p.add_argument("--max-steps", type=int, default=0)

@@ -108,6 +108,8 @@ def build_config(args):
         eval_every=args.eval_every or preset.get("eval_every", 200),
         device=args.device, threads=args.threads, compile=args.compile,
         workers=args.workers if getattr(args, "workers", None) is not None else preset.get("workers", 0),
+        init_from=Path(args.init) if getattr(args, "init", None) else None,
+        cpu_bf16=bool(getattr(args, "cpu_bf16", False)),
     )
     return cfg
 
@@ -130,7 +132,7 @@ def main(args) -> int:
     resumed = args.resume and trainer.load_state()
     n_params = sum(p.numel() for p in trainer.model.parameters())
     print(f"train: {n_params / 1e6:.2f}M params on {trainer.device}, "
-          f"{'resumed at step ' + str(trainer.step) if resumed else 'from scratch'}", file=sys.stderr, flush=True)
+          f"{'resumed at step ' + str(trainer.step) if resumed else ('from ' + args.init) if getattr(args, 'init', None) else 'from scratch'}", file=sys.stderr, flush=True)
 
     def log(row):
         keys = ("step", "tokens", "loss", "masked_ce", "next_ce", "lr", "tokens_per_s")

@@ -56,6 +56,8 @@ class TrainConfig:
     threads: int = 1
     compile: bool = False
     workers: int = 0  # DataLoader processes building batches (GPU runs); 0 builds them in the loop
+    init_from: Path | None = None  # a native checkpoint to continue from (weights only; fresh optimizer and schedule)
+    cpu_bf16: bool = False  # bf16 autocast on CPU (fast where the CPU has bf16 matmuls, e.g. AVX512-BF16/AMX)
 
 
 def lr_at(cfg: TrainConfig, step: int, seconds: float) -> float:
@@ -100,6 +102,7 @@ class Trainer:
         self.model = DiffusionTransformer(self.model_cfg).to(self.device)
         self.model.use_kernels("torch")  # the Triton kernels are inference-only (no backward)
         self._init_weights()
+        self.previous = self._load_init(cfg.init_from) if cfg.init_from else None
         decay = [p for n, p in self.model.named_parameters() if p.dim() >= 2]
         no_decay = [p for n, p in self.model.named_parameters() if p.dim() < 2]
         self.opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
@@ -116,6 +119,21 @@ class Trainer:
                 # residual outputs scaled down with depth (GPT-2) so the stream starts near identity
                 scale = 1 / math.sqrt(2 * self.model_cfg.num_layers) if name.endswith(("o_proj.weight", "down_proj.weight")) else 1.0
                 torch.nn.init.normal_(p, std=std * scale)
+
+    def _load_init(self, path: Path) -> dict:
+        """Start from a trained native checkpoint of the same shape; returns its training facts."""
+        from ..checkpoint import load
+
+        loaded = load(str(path), device="cpu", dtype=torch.float32)
+        if loaded.config.hidden_size != self.model_cfg.hidden_size or loaded.config.num_layers != self.model_cfg.num_layers:
+            raise SystemExit(f"--init {path}: its shape differs from the run's model; pass the same --hidden/--layers")
+        self.model.load_state_dict(loaded.model.state_dict())
+        facts_file = Path(path) / "training.json"
+        facts = json.loads(facts_file.read_text()) if facts_file.exists() else {}
+        total = facts.get("previous") or {}
+        return {"path": str(path), "step": facts.get("step", 0) + total.get("step", 0),
+                "tokens": facts.get("tokens", 0) + total.get("tokens", 0),
+                "seconds": facts.get("seconds", 0.0) + total.get("seconds", 0.0)}
 
     # -- state --------------------------------------------------------------
     def save_state(self) -> None:
@@ -151,7 +169,9 @@ class Trainer:
              "context_budget": self.cfg.stream.context_budget, "batch_size": self.cfg.stream.batch_size,
              "lr": self.cfg.lr, "warmup_steps": self.cfg.warmup_steps, "min_lr_ratio": self.cfg.min_lr_ratio,
              "weight_decay": self.cfg.weight_decay, "aux_weight": self.cfg.loss.aux_weight,
-             "aux_fraction": self.cfg.loss.aux_fraction, "bf16_autocast": self.device.type == "cuda"},
+             "aux_fraction": self.cfg.loss.aux_fraction,
+             "bf16_autocast": self.device.type == "cuda" or self.cfg.cpu_bf16,
+             **({"previous": self.previous} if self.previous else {})},
             indent=1) + "\n")
         shutil.rmtree(directory, ignore_errors=True)
         tmp.replace(directory)
@@ -160,7 +180,7 @@ class Trainer:
     def _autocast(self):
         if self.device.type == "cuda":
             return torch.autocast("cuda", dtype=torch.bfloat16)
-        return torch.autocast("cpu", enabled=False)
+        return torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.cfg.cpu_bf16)
 
     def batches(self):
         """Batches from the current step on; on a GPU built ahead by worker processes."""

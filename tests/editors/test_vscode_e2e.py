@@ -89,8 +89,31 @@ def _user_settings(kind: str, tmp: Path) -> dict:
     }
 
 
+class DriverFailed(AssertionError):
+    """The browser driver reported a failed step."""
+
+
 def run_vscode(kind: str, tmp_path: Path, artifacts: Path, vsix: Path, timeout_ms: int,
                ghost_timeout_ms: int) -> tuple[dict, Path]:
+    """One retry with a fresh profile: a browser-driven UI step can time out on a loaded
+    machine (CI runs this beside CPU-bound tests). The first failure is kept in the
+    artefacts (vscode-KIND-try1/) and in the message if the retry fails too."""
+    try:
+        return _run_vscode_once(kind, tmp_path / "try1", artifacts, vsix, timeout_ms, ghost_timeout_ms)
+    except DriverFailed as first:
+        shots = artifacts / f"vscode-{kind}"
+        shutil.rmtree(artifacts / f"vscode-{kind}-try1", ignore_errors=True)
+        if shots.exists():
+            shots.rename(artifacts / f"vscode-{kind}-try1")
+        try:
+            return _run_vscode_once(kind, tmp_path / "try2", artifacts, vsix, timeout_ms, ghost_timeout_ms)
+        except DriverFailed as second:
+            raise DriverFailed(f"failed twice.\nfirst try:\n{first}\nsecond try:\n{second}") from None
+
+
+def _run_vscode_once(kind: str, tmp_path: Path, artifacts: Path, vsix: Path, timeout_ms: int,
+                     ghost_timeout_ms: int) -> tuple[dict, Path]:
+    tmp_path.mkdir(parents=True)
     workspace = tmp_path / "project"
     workspace.mkdir()
     source = workspace / "calc.py"
@@ -143,7 +166,7 @@ def run_vscode(kind: str, tmp_path: Path, artifacts: Path, vsix: Path, timeout_m
     if not result["ok"]:
         channel = shots / "output-dllm.log"
         tail = channel.read_text()[-3000:] if channel.exists() else "(no output channel log)"
-        raise AssertionError(
+        raise DriverFailed(
             f"{result.get('error')}\nsteps: {result['steps']}\neditor: {result.get('editorAtFailure')}\n"
             f"toasts: {result.get('toastsAtFailure')}\nextension log tail:\n{tail}\nscreenshots: {shots}"
         )

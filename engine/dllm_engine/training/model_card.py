@@ -48,6 +48,17 @@ def _defaults() -> dict:
             "aux_fraction": loss.aux_fraction, "bf16_autocast": False}
 
 
+def _history(facts: dict) -> list[str]:
+    """A run continued from an earlier checkpoint (--init): that stage, and the totals."""
+    prev = facts.get("previous")
+    if not prev:
+        return []
+    return [f"- Continued (`--init`) from an earlier checkpoint of this recipe trained {prev['step']:,} steps, "
+            f"{prev['tokens']:,} tokens, {prev['seconds'] / 60:.0f} minutes; in all {facts['step'] + prev['step']:,} "
+            f"steps, {facts['tokens'] + prev['tokens']:,} tokens, {(facts['seconds'] + prev['seconds']) / 60:.0f} "
+            "minutes of training. The loss curve below is this stage's."]
+
+
 def build(checkpoint: Path, run: Path, data: Path, eval_report: dict | None, eval_command: str,
           hardware: str, notes: list[str]) -> str:
     cfg = json.loads((checkpoint / "config.json").read_text())["dllm_lsp_config"]
@@ -105,6 +116,7 @@ def build(checkpoint: Path, run: Path, data: Path, eval_report: dict | None, eva
         f"{facts['seconds'] / 60:.0f} minutes of training on {hardware}; context window {facts['context_budget']} "
         f"tokens. Final train averages (last 20 logs): masked CE {tail['masked_ce']:.2f} nats, next-token CE "
         f"{tail['next_ce']:.2f}, {tail['tokens_per_s']:.0f} tokens/s.",
+        *_history(facts),
         f"- Best held-out masked cross-entropy: {facts['best_heldout_masked_ce']:.3f} nats (the shipped checkpoint).",
         f"- AdamW (0.9, 0.95, weight decay {hp['weight_decay']:g}), peak lr {hp['lr']:g}, {hp['warmup_steps']} "
         f"warmup steps, cosine to {hp['min_lr_ratio']:.0%} over the step or wall-clock budget, gradient clip 1.0, "

@@ -138,7 +138,7 @@ def test_long_canvas_runs_block_by_block_with_exact_cache(ckpt):
 def test_engine_infill_round_trip(ckpt):
     from dllm_engine.engine import Engine, EngineConfig
     from dllm_engine.families.gemma_runner import DiffusionGemmaRunner
-    from dllm_engine.protocol import Hole, InfillRequest
+    from dllm_engine.protocol import Hole, InfillRequest, ScoreRequest
 
     folder, _ = ckpt
     eng = Engine(EngineConfig(model=str(folder), device="cpu", dtype="float32"))
@@ -155,6 +155,8 @@ def test_engine_infill_round_trip(ckpt):
             assert "<mask>" not in hole.text
         assert [h.text for h in again.holes] == [h.text for h in result.holes]  # greedy + per-hole noise seed
         assert eng.health()["status"] == "ok" and eng.health()["parameters"] > 0
+        scored = eng.score(ScoreRequest(prefix="w5 w17", span="w33 w2 w60", suffix="w8"))
+        assert len(scored.tokens) == 3 and all(0.0 <= t.prob <= 1.0 for t in scored.tokens)
     finally:
         eng.shutdown()
 
@@ -198,3 +200,21 @@ def test_missing_shard_and_text_config(tmp_path):
     (tmp_path / "b" / "config.json").write_text(json.dumps(cfg))
     with pytest.raises(CheckpointError, match=r"config\.json: missing key 'text_config'"):
         load(str(tmp_path / "b"))
+
+
+def test_one_context_at_two_blocks_in_one_batch(ckpt):
+    """Scoring batches one context several times; rows at different blocks must not share a cache."""
+    folder, model = ckpt
+    runner = _runner(folder)
+    ctx = runner.encode_context(PREFIXES[1], [], 12)
+    prompt, done = [GEMMA_BOS, *PREFIXES[1]], [3, 9, 27, 81, 14, 5, 7, 7]
+    canvas = torch.tensor([[MASK] + done[1:] + [30, 31, 32, 33], done + [30, MASK, 32, 33]])
+    got = runner.canvas_logits([ctx, ctx], canvas, torch.tensor([12, 12])).double()
+    gen = torch.Generator().manual_seed(0)  # the hole's one noise stream: row 0's block, then row 1's
+    d0, d1 = torch.randint(0, VOCAB, (8,), generator=gen), torch.randint(0, VOCAB, (4,), generator=gen)
+    fed0 = torch.where(canvas[0, :8] == MASK, d0, canvas[0, :8]).tolist()
+    fed1 = torch.where(canvas[1, 8:] == MASK, d1, canvas[1, 8:]).tolist()
+    assert (got[0, :8] - hf_logits(model, prompt, fed0)).abs().max() < 1e-4  # block 0 over the bare prompt
+    assert got[0, 8:].abs().max() == 0  # row 0's block 1 has not started: flat
+    assert (got[1, 8:] - hf_logits(model, prompt + done, fed1)).abs().max() < 1e-4  # block 1 after block 0
+    assert ctx.encoded == []  # row 1 extended its own copy of the cache

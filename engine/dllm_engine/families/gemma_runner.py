@@ -21,6 +21,8 @@ How transformers' `generate` runs the model, and how the engine's loop maps onto
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import weakref
 from dataclasses import dataclass, field
 
@@ -98,13 +100,16 @@ class DiffusionGemmaRunner:
         vocab = self.config.vocab_size
         lens = canvas_lens.tolist()
         masked = canvases == self.config.mask_token_id
-        starts, spans = [], []
+        starts, spans, contexts, synced = [], [], list(contexts), {}
         for r, ctx in enumerate(contexts):
             n = lens[r]
             todo = masked[r, :n].nonzero()
             first = int(todo[0]) if todo.numel() else max(n - 1, 0)
             s = first // self.block * self.block
-            self._sync_cache(ctx, canvases[r, :s].tolist())
+            done = canvases[r, :s].tolist()
+            if synced.setdefault(id(ctx), done) != done:  # one context twice (scoring) at different blocks
+                contexts[r] = ctx = dataclasses.replace(ctx, cache=copy.deepcopy(ctx.cache), encoded=list(ctx.encoded))
+            self._sync_cache(ctx, done)
             starts.append(s)
             spans.append(min(self.block, n - s))
         w = max(spans)

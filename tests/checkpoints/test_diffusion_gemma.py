@@ -100,6 +100,10 @@ def test_runner_batch_equals_transformers_with_self_conditioning(ckpt):
         assert (second[r, :n] - want2).abs().max() < 1e-4, r
         assert (second[r, :n] - want).abs().max() > 1e-3  # self-conditioning changes the logits
     assert runner.stats.misses == 3 and len(runner) == 3 and runner.nbytes > 0
+    # The 10-token prompt: sliding layers (window 6) keep 5 positions, the global layer all 10,
+    # with its own head_dim (16) and kv heads (1); the batched cache pads each layer separately.
+    layers = ctxs[0].cache.layers
+    assert [tuple(layer.keys.shape[1:]) for layer in layers] == [(2, 5, 8), (2, 5, 8), (1, 10, 16)]
 
 
 def test_uncommitted_slots_are_uniform_noise(ckpt):

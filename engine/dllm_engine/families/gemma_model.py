@@ -34,7 +34,7 @@ def load_diffusion_gemma(path: Path, cfg: ModelConfig, device: torch.device, dty
     where = path / INDEX_FILE if (path / INDEX_FILE).exists() else path / SINGLE_FILE
     from transformers.models.diffusion_gemma import DiffusionGemmaForBlockDiffusion
 
-    verbosity = hf_logging.get_verbosity()
+    verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()  # its load report goes to stderr; we raise our own error instead
     hf_logging.disable_progress_bar()
     try:
@@ -45,7 +45,8 @@ def load_diffusion_gemma(path: Path, cfg: ModelConfig, device: torch.device, dty
         raise CheckpointError(f"{where}: cannot load DiffusionGemma weights: {exc}") from None
     finally:
         hf_logging.set_verbosity(verbosity)
-        hf_logging.enable_progress_bar()
+        if bars:
+            hf_logging.enable_progress_bar()
     # The encoder's weights are tied to the decoder's, so a tensor missing from the file shows
     # up under both names: report the decoder's (the one the checkpoint stores).
     missing = sorted(info["missing_keys"], key=lambda n: (".encoder." in n, n))

@@ -32,7 +32,14 @@ def load_diffusion_gemma(path: Path, cfg: ModelConfig, device: torch.device, dty
 
     weight_files(path)  # the project's own checks: index readable, every shard present
     where = path / INDEX_FILE if (path / INDEX_FILE).exists() else path / SINGLE_FILE
-    from transformers.models.diffusion_gemma import DiffusionGemmaForBlockDiffusion
+    try:
+        from transformers.models.diffusion_gemma import DiffusionGemmaForBlockDiffusion
+    except ImportError:
+        import transformers
+
+        raise CheckpointError(f"{path / 'config.json'}: DiffusionGemma needs a transformers release with "
+                              f"models/diffusion_gemma (tested with 5.24; installed {transformers.__version__}); "
+                              "pip install -U transformers") from None
 
     verbosity, bars = hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled()
     hf_logging.set_verbosity_error()  # its load report goes to stderr; we raise our own error instead

@@ -156,14 +156,17 @@ def load(model: str | None, device: str | torch.device = "cpu", dtype: torch.dty
     if dtype is None:
         dtype = torch.bfloat16 if device.type == "cuda" else torch.float32
     cfg, raw = read_config(path, logits_only)
-    rename = their_name = None
+    rename = their_name = own_loader = None
     if "dllm_lsp_config" not in raw:
-        from .families import renamer_for, their_name_for
+        from .families import loader_for, renamer_for, their_name_for
 
-        rename, their_name = renamer_for(raw, cfg), their_name_for(cfg)
-    state, origin = load_state(path, rename)
-    where = path / INDEX_FILE if (path / INDEX_FILE).exists() else path / SINGLE_FILE
-    net = build_model(cfg, state, origin, device, dtype, where, their_name)
+        rename, their_name, own_loader = renamer_for(raw, cfg), their_name_for(cfg), loader_for(cfg)
+    if own_loader is not None:  # a family that runs through another implementation (DiffusionGemma)
+        net = own_loader(path, cfg, device, dtype)
+    else:
+        state, origin = load_state(path, rename)
+        where = path / INDEX_FILE if (path / INDEX_FILE).exists() else path / SINGLE_FILE
+        net = build_model(cfg, state, origin, device, dtype, where, their_name)
     tok_file = path / "tokenizer.json"
     tokenizer = TextTokenizer(tok_file) if tok_file.exists() else None
     name = "default" if path == DEFAULT_MODEL_DIR else path.name

@@ -16,7 +16,9 @@ from typing import Any, Literal
 #         context + canvas, context never sees the canvas (exact context cache).
 # bidirectional: every token sees every token (LLaDA, Dream, CoDA).
 # block: causal between blocks, bidirectional inside a block (SDAR, Fast-dLLM v2).
-AttentionLayout = Literal["native", "bidirectional", "block"]
+# encoder_decoder: a causal prompt encoder whose K/V a bidirectional canvas decoder reads
+#                  (DiffusionGemma, run through transformers' own class, not DiffusionTransformer).
+AttentionLayout = Literal["native", "bidirectional", "block", "encoder_decoder"]
 
 
 class CheckpointError(ValueError):
@@ -59,7 +61,7 @@ class ModelConfig:
             self.head_dim = self.hidden_size // self.num_heads
         if self.num_heads % self.num_kv_heads:
             raise CheckpointError(f"num_heads {self.num_heads} not a multiple of num_kv_heads {self.num_kv_heads}")
-        if self.attention not in ("native", "bidirectional", "block"):
+        if self.attention not in ("native", "bidirectional", "block", "encoder_decoder"):
             raise CheckpointError(f"unknown attention layout {self.attention!r}")
         if self.attention == "block" and self.block_size <= 0:
             raise CheckpointError("attention 'block' needs block_size > 0")
@@ -68,6 +70,8 @@ class ModelConfig:
 
     @property
     def num_params(self) -> int:
+        if "num_params" in self.extra:  # counted from the loaded model (families not built from these fields)
+            return int(self.extra["num_params"])
         d, h, kv, hd, f, v, n = (self.hidden_size, self.num_heads, self.num_kv_heads, self.head_dim,
                                  self.intermediate_size, self.vocab_size, self.num_layers)
         per_layer = d * hd * (h + 2 * kv) + h * hd * d + 3 * d * f + 2 * d

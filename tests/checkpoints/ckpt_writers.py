@@ -167,3 +167,55 @@ def write_checkpoint(folder: Path, family: str, seed: int = 0, shards: int | Non
     if tokenizer:
         write_tokenizer(folder, spec["specials"])
     return {k: v.to(dtype).float() for k, v in tensors.items()}
+
+
+# ---- DiffusionGemma: written by transformers' own class (`save_pretrained`), so config.json keys,
+# tensor names (decoder copies only: the encoder is tied to them) and the shard index are exactly
+# what transformers saves. Tiny: 3 text layers (2 sliding with a 6-token window, 1 global with its
+# own head_dim and kv heads), 4 experts top-2, a 1-layer vision tower, canvas_length 8.
+GEMMA_PAD, GEMMA_BOS = 93, 94
+GEMMA_SPECIALS = {"<mask>": MASK, "<eos>": EOS, "<end_of_turn>": EXTRA, "<pad>": GEMMA_PAD, "<bos>": GEMMA_BOS, "<unk>": 95}
+GEMMA_CANVAS = 8
+
+
+def gemma_config(canvas_length: int = GEMMA_CANVAS, sliding_window: int = 6):
+    from transformers.models.diffusion_gemma import DiffusionGemmaConfig
+
+    text = dict(vocab_size=VOCAB, hidden_size=32, intermediate_size=48, num_hidden_layers=3, num_attention_heads=4,
+                num_key_value_heads=2, head_dim=8, global_head_dim=16, num_global_key_value_heads=1,
+                sliding_window=sliding_window, max_position_embeddings=512, num_experts=4, top_k_experts=2,
+                moe_intermediate_size=16, layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+                pad_token_id=GEMMA_PAD, eos_token_id=EOS, bos_token_id=GEMMA_BOS)
+    vision = dict(model_type="gemma4_vision", hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                  num_attention_heads=2, num_key_value_heads=2, head_dim=8)
+    return DiffusionGemmaConfig(text_config=text, vision_config=vision, canvas_length=canvas_length,
+                                boi_token_id=80, eoi_token_id=81, image_token_id=82)
+
+
+def gemma_model(seed: int = 0, **config_kw):
+    """The tiny model in float32, weights spread wide enough that its logits are not flat."""
+    from transformers.models.diffusion_gemma import DiffusionGemmaForBlockDiffusion
+
+    torch.manual_seed(seed)
+    model = DiffusionGemmaForBlockDiffusion(gemma_config(**config_kw)).eval()
+    gen = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for _, p in model.named_parameters():  # tied tensors are one Parameter: written once
+            if p.ndim >= 2:
+                p.copy_(torch.randn(p.shape, generator=gen) * 0.2)
+            else:
+                p.add_(0.1 * torch.randn(p.shape, generator=gen))
+    return model
+
+
+def write_diffusion_gemma(folder: Path, seed: int = 0, shards: int = 1, tokenizer: bool = True,
+                          dtype: torch.dtype = torch.float32, **config_kw):
+    """Write the checkpoint with `save_pretrained`; returns the model (in `dtype`) as written."""
+    model = gemma_model(seed, **config_kw).to(dtype)
+    folder.mkdir(parents=True, exist_ok=True)
+    size = sum(p.numel() * p.element_size() for p in model.parameters())
+    model.save_pretrained(str(folder), safe_serialization=True,
+                          max_shard_size=size // shards + 1 if shards > 1 else "50GB")
+    if tokenizer:
+        write_tokenizer(folder, GEMMA_SPECIALS)
+    return model

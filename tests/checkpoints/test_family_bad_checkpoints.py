@@ -86,7 +86,7 @@ def test_truncated_shard_names_file(tmp_path):
 
 @pytest.mark.parametrize("arch,model_type,message", [
     ("MambaForCausalLM", "mamba", "unsupported architecture 'MambaForCausalLM'"),
-    ("DiffusionGemmaForConditionalGeneration", "diffusion_gemma", "recognised but not supported"),
+    ("SDARMoeForCausalLM", "sdar_moe", "recognised but not supported"),
     ("LLaDAMoEModelLM", "lladamoe", "mixture-of-experts"),
 ])
 def test_unknown_or_unsupported_architecture(tmp_path, arch, model_type, message):

@@ -3,7 +3,8 @@
 `FAMILIES` is the table: each row recognises its checkpoints from `config.json`
 (`architectures`, `model_type`, and for look-alikes the tokenizer), builds a
 ModelConfig and renames tensors onto the Qwen2-style names of `dllm_engine.model`.
-Order matters only among rows that share an architecture (DreamOn and
+DiffusionGemma is the exception that runs through transformers' own class
+(its row names a `loader`; see gemma.py). Order matters only among rows that share an architecture (DreamOn and
 DiffuCoder before plain Dream).
 """
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..model_config import CheckpointError, ModelConfig
-from . import block, coda, dream, llada, unsupported
+from . import block, coda, dream, gemma, llada, unsupported
 from .spec import Family, Renamer
 from .specials import SpecialTokens
 
@@ -25,6 +26,7 @@ FAMILIES: tuple[Family, ...] = (
     coda.FAMILY,
     block.SDAR,
     block.FAST_DLLM_V2,
+    gemma.FAMILY,
 )
 BY_NAME: dict[str, Family] = {f.name: f for f in FAMILIES}
 
@@ -60,3 +62,9 @@ def renamer_for(raw: dict, cfg: ModelConfig) -> Renamer | None:
 def their_name_for(cfg: ModelConfig):
     fam = BY_NAME.get(cfg.family)
     return fam.their_name if fam else None
+
+
+def loader_for(cfg: ModelConfig):
+    """The family's own loader (None: build the engine's DiffusionTransformer)."""
+    fam = BY_NAME.get(cfg.family)
+    return fam.loader if fam else None

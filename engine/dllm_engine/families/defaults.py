@@ -41,6 +41,10 @@ DEFAULTS: dict[str, FamilyDefaults] = {
     "coda": FamilyDefaults(0.9, 0.0, "neg_entropy", _FIM, 4, "CoDA's sampler is entropy-ordered"),
     "sdar": FamilyDefaults(0.9, 0.0, "max_prob", (4, 8, 16, 32, 64), 1, "low_confidence_dynamic, threshold 0.85-0.9, block 4"),
     "fast_dllm_v2": FamilyDefaults(0.9, 0.0, "max_prob", (32, 64), 1, "threshold 0.9 in blocks of 32 (sub-blocks of 8)"),
+    # transformers' DiffusionGemmaGenerationConfig defaults: EntropyBoundSampler(entropy_bound=0.1) accepts the
+    # lowest-entropy slots (per slot exp(-H) >= exp(-0.1) = 0.905), canvas_length 256, 48 steps, T 0.8 -> 0.4.
+    "diffusion_gemma": FamilyDefaults(0.9, 0.0, "neg_entropy", (256,), 1,
+                                      "entropy bound 0.1, canvas 256 (capped by max_tokens), 48 steps, T 0.8->0.4; exact prompt cache"),
 }
 
 

@@ -165,12 +165,16 @@ class FamilyRunner:
 
 
 def make_runner(loaded: LoadedModel, cache_bytes: int, refresh_every: int | None = None):
-    """The runner for any checkpoint: the native exact-cache runner, or a FamilyRunner
-    with the family's recommended cache refresh schedule."""
+    """The runner for any checkpoint: the native exact-cache runner, DiffusionGemma's
+    encoder-decoder runner, or a FamilyRunner with the family's recommended cache refresh schedule."""
     if loaded.config.attention == "native":
         from ..runner import ModelRunner
 
         return ModelRunner(loaded, cache_bytes)
+    if loaded.config.attention == "encoder_decoder":  # DiffusionGemma: exact prompt cache, no refresh schedule
+        from .gemma_runner import DiffusionGemmaRunner
+
+        return DiffusionGemmaRunner(loaded, cache_bytes)
     from .defaults import defaults_for
 
     every = refresh_every or defaults_for(loaded.config.family).refresh_every

@@ -30,7 +30,11 @@ def dump_logits(model: str, ids: list[list[int]], mask: list[list[int]] | None, 
         raise LogitsInputError(f"token id {bad[0]} outside the vocabulary [0, {vocab})")
     ids_t = torch.tensor(ids, dtype=torch.long, device=device)
     valid = torch.tensor(mask, dtype=torch.bool, device=device) if mask else torch.ones_like(ids_t, dtype=torch.bool)
-    logits = forward_logits(loaded.model, ids_t, valid).float().cpu().contiguous()
+    own = getattr(loaded.model, "forward_logits", None)  # a family with its own forward (DiffusionGemma)
+    try:
+        logits = (own(ids_t, valid) if own else forward_logits(loaded.model, ids_t, valid)).float().cpu().contiguous()
+    except ValueError as exc:  # e.g. DiffusionGemma: padding inside the canvas part
+        raise LogitsInputError(str(exc)) from None
     out.parent.mkdir(parents=True, exist_ok=True)
     cfg = loaded.config
     save_file({"logits": logits}, str(out), metadata={"model": loaded.name, "family": cfg.family,

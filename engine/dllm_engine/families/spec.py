@@ -19,7 +19,8 @@ Renamer = Callable[[str], "str | None"]
 #   dlm_pad same, surplus slots become <|dlm_pad|> (DiffuCoder)
 #   expand  DreamOn: a short canvas that grows ([expand] -> two masks) and shrinks (EOS deletes a slot)
 #   block   block diffusion: prompt then canvas blocks, causal between blocks (SDAR, Fast-dLLM v2)
-InfillKind = Literal["masks", "dlm_pad", "expand", "block"]
+#   canvas  DiffusionGemma: encoded prompt, then canvases of canvas_length; uncommitted slots are noise
+InfillKind = Literal["masks", "dlm_pad", "expand", "block", "canvas"]
 
 _REQUIRED = object()
 
@@ -34,6 +35,9 @@ class Family:
     # A further check for families that share an architecture (Dream vs DiffuCoder vs DreamOn).
     accepts: Callable[[dict, SpecialTokens], bool] | None = None
     their_name: Callable[[str], str] | None = None  # inverse of rename, for error messages
+    # A family that does not run through DiffusionTransformer brings its own loader:
+    # (folder, ModelConfig, torch.device, torch.dtype) -> model (DiffusionGemma).
+    loader: Callable | None = None
 
     def matches(self, raw: dict) -> bool:
         archs = {a.lower() for a in raw.get("architectures") or []}

@@ -1,9 +1,6 @@
 """Diffusion checkpoints we recognise but do not run yet, with the reason.
 
-DiffusionGemma is an encoder-decoder (prompt encoder with its own cache, a
-bidirectional canvas decoder, Gemma's sliding/global attention and MoE): it
-does not map onto the one DiffusionTransformer through options, and running it
-through transformers' class would import code per checkpoint; left for later.
+(DiffusionGemma runs through transformers' own class: see gemma.py.)
 LLaDA-MoE / LLaDA2.0 need mixture-of-experts MLPs.
 """
 
@@ -14,8 +11,6 @@ from pathlib import Path
 from ..model_config import CheckpointError
 
 NOT_YET: dict[str, str] = {
-    "diffusiongemma": "DiffusionGemma (encoder + canvas decoder, MoE) does not map onto the engine's model yet",
-    "diffusion_gemma": "DiffusionGemma (encoder + canvas decoder, MoE) does not map onto the engine's model yet",
     "lladamoe": "LLaDA-MoE needs mixture-of-experts MLPs, not implemented",
     "llada2moe": "LLaDA2.0 needs mixture-of-experts MLPs, not implemented",
     "sdar_moe": "SDAR-MoE needs mixture-of-experts MLPs, not implemented",

@@ -25,6 +25,7 @@ import torch
 from .canvas_rules import advance, fill_tokens, remask, stop_token_mask
 from .checkpoint import LoadedModel, load
 from .denoise import SpecialIds, denoise_pass
+from .healing import heal, unheal
 from .metrics import EngineMetrics
 from .protocol import (
     MASK_GLYPH,
@@ -202,7 +203,8 @@ class Engine:
             state.started = time.monotonic()
         hole = state.request.holes[index]
         try:
-            prefix_ids = self.tokenizer.encode(hole.prefix)
+            prefix, typed = heal(hole.prefix)
+            prefix_ids = self.tokenizer.encode(prefix)
             suffix_ids = self.tokenizer.encode(hole.suffix)
             ctx = self.runner.encode_context(prefix_ids, suffix_ids, hole.max_tokens)
         except ProtocolError as exc:
@@ -221,7 +223,7 @@ class Engine:
         self.scheduler.active.append(ActiveHole(
             state=state, index=index, context=ctx, canvas=canvas, max_tokens=hole.max_tokens,
             generator=gen, remask_budget=hole.max_tokens if params.remask_below > 0 else 0,
-            stop_ids=self._stop_ids(hole.stop) if hole.stop else None,
+            stop_ids=self._stop_ids(hole.stop) if hole.stop else None, typed=typed,
         ))
 
     def _stop_ids(self, stop: tuple[str, ...]) -> torch.Tensor:
@@ -323,8 +325,8 @@ class Engine:
 
     def _emit(self, a: ActiveHole) -> None:
         ids = a.canvas.tolist()
-        text = "".join(MASK_GLYPH if t == self.special.mask else self.tokenizer.decode([t])
-                       for t in ids if t not in self.special.end)
+        text = unheal("".join(MASK_GLYPH if t == self.special.mask else self.tokenizer.decode([t])
+                              for t in ids if t not in self.special.end), a.typed)
         masked = sum(1 for t in ids if t == self.special.mask)
         try:
             a.state.on_event(CanvasEvent(a.state.request.request_id, a.index, a.passes, text, masked))
@@ -333,7 +335,7 @@ class Engine:
 
     def _finish_hole(self, a: ActiveHole, reason: str) -> None:
         tokens = fill_tokens(a, self.special)
-        text = self.tokenizer.decode(tokens)
+        text = unheal(self.tokenizer.decode(tokens), a.typed)
         stop = a.state.request.holes[a.index].stop
         cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)
         if cut >= 0:

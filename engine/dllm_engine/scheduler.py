@@ -65,6 +65,7 @@ class ActiveHole:
     committed_per_pass: list[int] = field(default_factory=list)
     remask_budget: int = 0
     stop_ids: torch.Tensor | None = None  # bool [V]: tokens holding a stop string
+    typed: str = ""  # trailing whitespace of the prefix moved into the hole (healing.py)
 
     @property
     def params(self):

@@ -25,7 +25,7 @@ import torch
 from .canvas_rules import advance, fill_tokens, remask, stop_token_mask
 from .checkpoint import LoadedModel, load
 from .denoise import SpecialIds, denoise_pass
-from .healing import heal, unheal
+from .healing import TokenHealer, heal, unheal
 from .metrics import EngineMetrics
 from .protocol import (
     MASK_GLYPH,
@@ -60,6 +60,9 @@ class EngineConfig:
     # Bidirectional families: refresh the approximate context cache every N passes
     # (1 = exact, full recompute each pass; None = the family's recommended schedule).
     refresh_every: int | None = None
+    # Token healing (healing.py): trailing blanks and a partial last word of the
+    # prefix move into the hole, so every fill starts on a token boundary.
+    heal: bool = True
 
     def __post_init__(self) -> None:
         if self.device == "auto":
@@ -117,6 +120,7 @@ class Engine:
         )
         self.scheduler = Scheduler(self.config.max_batch, self.config.max_queue)
         self._stop_cache: dict[tuple[str, ...], torch.Tensor] = {}
+        self.healer = TokenHealer(self.tokenizer, cfg.vocab_size, self.runner.device) if self.config.heal else None
         self.metrics = EngineMetrics()
         self._cond = threading.Condition()
         # The runner is used by the engine loop and by score(); one at a time.
@@ -203,8 +207,11 @@ class Engine:
             state.started = time.monotonic()
         hole = state.request.holes[index]
         try:
-            prefix, typed = heal(hole.prefix)
+            prefix, typed = heal(hole.prefix) if self.config.heal else (hole.prefix, "")
             prefix_ids = self.tokenizer.encode(prefix)
+            healed, first_allowed = "", None
+            if self.healer is not None and not typed:
+                prefix_ids, healed, first_allowed = self.healer.back_up(prefix_ids, self.tokenizer.decode)
             suffix_ids = self.tokenizer.encode(hole.suffix)
             ctx = self.runner.encode_context(prefix_ids, suffix_ids, hole.max_tokens)
         except ProtocolError as exc:
@@ -224,6 +231,7 @@ class Engine:
             state=state, index=index, context=ctx, canvas=canvas, max_tokens=hole.max_tokens,
             generator=gen, remask_budget=hole.max_tokens if params.remask_below > 0 else 0,
             stop_ids=self._stop_ids(hole.stop) if hole.stop else None, typed=typed,
+            healed=healed, first_allowed=first_allowed,
         ))
 
     def _stop_ids(self, stop: tuple[str, ...]) -> torch.Tensor:
@@ -294,6 +302,10 @@ class Engine:
         # The LM head only where a token may be committed, unless re-masking needs every slot.
         rows = None if any(p.remask_below > 0 for p in params) else masked
         logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows)
+        with torch.inference_mode():  # logits are an inference tensor: edit them in place, no copy
+            for row, a in enumerate(active):  # a healed prefix: the first token must extend the backed-up word
+                if a.first_allowed is not None and bool(canvases[row, 0] == self.special.mask):
+                    logits[row, 0].masked_fill_(~a.first_allowed, float("-inf"))
         out = denoise_pass(
             logits, canvases, valid, self.special,
             threshold=torch.tensor([p.threshold for p in params], device=self.runner.device),
@@ -323,10 +335,17 @@ class Engine:
                 self._emit(a)
         return finished
 
+    @staticmethod
+    def _visible(text: str, a: ActiveHole) -> str:
+        """The fill as it goes after the user's text: healed text taken back off."""
+        if a.healed and text.startswith(a.healed):
+            return text[len(a.healed):]
+        return unheal(text, a.typed)
+
     def _emit(self, a: ActiveHole) -> None:
         ids = a.canvas.tolist()
-        text = unheal("".join(MASK_GLYPH if t == self.special.mask else self.tokenizer.decode([t])
-                              for t in ids if t not in self.special.end), a.typed)
+        text = self._visible("".join(MASK_GLYPH if t == self.special.mask else self.tokenizer.decode([t])
+                                     for t in ids if t not in self.special.end), a)
         masked = sum(1 for t in ids if t == self.special.mask)
         try:
             a.state.on_event(CanvasEvent(a.state.request.request_id, a.index, a.passes, text, masked))
@@ -335,7 +354,7 @@ class Engine:
 
     def _finish_hole(self, a: ActiveHole, reason: str) -> None:
         tokens = fill_tokens(a, self.special)
-        text = unheal(self.tokenizer.decode(tokens), a.typed)
+        text = self._visible(self.tokenizer.decode(tokens), a)
         stop = a.state.request.holes[a.index].stop
         cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)
         if cut >= 0:

@@ -1,23 +1,34 @@
-"""Whitespace healing: a prefix that ends in spaces is cut back before it is tokenized.
+"""Token healing: the end of a prefix is moved into the hole before it is tokenized.
 
-Byte-level BPE tokenizers (ours, Qwen2's, LLaMA's) fold the spaces before a
-word into the word's token: `    return` is `"   " + " return"`. A prefix that
-ends in the indentation of a fresh line, or in the space after `return`, ends
-in a whitespace token that training only ever saw before a newline or more
-whitespace, never before a word; a model asked to continue it writes space-led
-fragments. So the engine moves that trailing whitespace into the hole, where
-the model writes it as part of its natural tokens (the training holes start at
-line starts and token boundaries), and takes the typed whitespace back off the
-fill: the user's indentation wins over the model's.
+A BPE tokenizer (ours, Qwen2's, LLaMA's) never ends a training prefix where a
+cursor in an editor usually sits:
+- blanks: the spaces before a word fold into the word's token (`    return`
+  is `"   " + " return"`), so a prefix ending in the indentation of a fresh
+  line, or in the space after `return`, ends in a token that training only saw
+  before a newline or more blanks, and the model writes space-led fragments;
+- a partial word: `    ret` ends in the token ` ret`, which training only saw
+  where the word really was `ret`; `urn` after it is a split BPE never makes.
+
+So trailing blanks are cut off the prefix text (the model writes them as part of
+its natural tokens and they are taken back off the fill: the user's indentation
+wins), and a prefix that ends in a word character gives up its last token: the
+fill's first token is constrained to start with that token's text, and the text
+is taken back off the fill. The fill then starts on a token boundary, as every
+training hole does.
 """
 
 from __future__ import annotations
 
+from collections import OrderedDict
+
+import torch
+
 BLANKS = " \t"
+MAX_CACHED = 256
 
 
 def heal(prefix: str) -> tuple[str, str]:
-    """(prefix for the model, the typed whitespace moved into the hole)."""
+    """(prefix for the model, the typed blanks moved into the hole)."""
     stripped = prefix.rstrip(BLANKS)
     return stripped, prefix[len(stripped):]
 
@@ -27,3 +38,47 @@ def unheal(text: str, typed: str) -> str:
     own leading blanks go (the typed ones, or deeper indentation, or a tab: the user's
     indentation wins); a fill that starts with a line break or with text is kept whole."""
     return text.lstrip(BLANKS) if typed else text
+
+
+def ends_in_word(text: str) -> bool:
+    return bool(text) and (text[-1].isalnum() or text[-1] == "_")
+
+
+class TokenHealer:
+    """Backs up a prefix's last word token and constrains the fill's first token to extend it."""
+
+    def __init__(self, tokenizer, vocab_size: int, device: torch.device) -> None:
+        self.device = device
+        n = min(vocab_size, tokenizer.vocab_size)
+        # Decoded once: what each token writes (specials decode to "" and never match).
+        self.texts = [tokenizer.decode([i]) for i in range(n)]
+        self.vocab_size = vocab_size
+        self._cache: OrderedDict[str, torch.Tensor | None] = OrderedDict()
+
+    def back_up(self, prefix_ids: list[int], decode) -> tuple[list[int], str, torch.Tensor | None]:
+        """(prefix ids without the healed token, its text, bool [V] allowed first tokens) or unchanged."""
+        if len(prefix_ids) < 2:
+            return prefix_ids, "", None
+        word = decode(prefix_ids[-1:])
+        if not ends_in_word(word):
+            return prefix_ids, "", None
+        allowed = self.allowed(word)
+        if allowed is None:
+            return prefix_ids, "", None
+        return prefix_ids[:-1], word, allowed
+
+    def allowed(self, word: str) -> torch.Tensor | None:
+        """bool [V]: tokens whose text starts with `word` (None if none does)."""
+        if word in self._cache:
+            self._cache.move_to_end(word)
+            return self._cache[word]
+        hits = [i for i, t in enumerate(self.texts) if t.startswith(word)]
+        mask = None
+        if hits:
+            mask = torch.zeros(self.vocab_size, dtype=torch.bool)
+            mask[hits] = True
+            mask = mask.to(self.device)
+        self._cache[word] = mask
+        if len(self._cache) > MAX_CACHED:
+            self._cache.popitem(last=False)
+        return mask

@@ -66,6 +66,8 @@ class ActiveHole:
     remask_budget: int = 0
     stop_ids: torch.Tensor | None = None  # bool [V]: tokens holding a stop string
     typed: str = ""  # trailing whitespace of the prefix moved into the hole (healing.py)
+    healed: str = ""  # the prefix's last word token, moved into the hole: the fill starts with it
+    first_allowed: torch.Tensor | None = None  # bool [V]: tokens slot 0 may take while `healed` is set
 
     @property
     def params(self):

@@ -49,3 +49,39 @@ def test_engine_heals_with_the_default_model(engine):
     assert healed.context_tokens == plain.context_tokens
     text = healed.holes[0].text
     assert not text.startswith((" ", "\t")), text
+
+
+def test_token_healer_backs_up_a_partial_word(engine):
+    tok = engine.tokenizer
+    ids = tok.encode("for i in ran")
+    kept, word, allowed = engine.healer.back_up(ids, tok.decode)
+    assert kept == ids[:-1] and word == tok.decode(ids[-1:]) and word.endswith("ran")
+    texts = [t for t, ok in zip(engine.healer.texts, allowed.tolist()) if ok]
+    assert word in texts and all(t.startswith(word) for t in texts)
+    assert any(t.startswith(word) and len(t) > len(word) for t in texts)  # e.g. " range"
+    for no_word in ("x = (", "def f():\n", "a +"):  # nothing to heal after punctuation or a newline
+        ids = tok.encode(no_word)
+        assert engine.healer.back_up(ids, tok.decode) == (ids, "", None)
+
+
+def test_healed_first_token_extends_the_typed_word_even_against_the_model(engine, monkeypatch):
+    """Scripted logits put a token that does not extend the word first at slot 0;
+    the engine must still commit one that does, and hand back only the new text."""
+    tok = engine.tokenizer
+    word = tok.decode(tok.encode("for i in ran")[-1:])
+    extension = next(t for t in engine.healer.texts if t.startswith(word) and len(t) > len(word))
+    wrong, right = tok.encode(" foo")[0], tok.encode(extension)[0]
+    assert tok.decode([right]) == extension and not tok.decode([wrong]).startswith(word)
+    real = engine.runner.canvas_logits
+
+    def scripted(contexts, canvases, lengths, rows=None):
+        logits = real(contexts, canvases, lengths, rows).clone()
+        logits[:] = 0.0
+        logits[:, :, engine.special.end[0]] = 5.0  # every other slot: end the fill
+        logits[:, 0, wrong] = 30.0
+        logits[:, 0, right] = 20.0
+        return logits
+
+    monkeypatch.setattr(engine.runner, "canvas_logits", scripted)
+    result = engine.infill(InfillRequest(holes=[Hole(prefix="for i in ran", suffix=":\n", max_tokens=8)]))
+    assert result.holes[0].text == extension[len(word):], result.holes[0]

@@ -47,14 +47,6 @@ def end_allowed(canvas: torch.Tensor, valid: torch.Tensor, special: SpecialIds) 
     return left
 
 
-def _stats(logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Top-1 prob, top-2 margin, negative entropy from log-probs [..., V]."""
-    top2 = logp.topk(2, dim=-1).values.exp()
-    p = logp.exp()
-    neg_entropy = (p * logp).nan_to_num(0.0).sum(-1)
-    return top2[..., 0], top2[..., 0] - top2[..., 1], neg_entropy
-
-
 def _sample(logp: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator | None) -> torch.Tensor:
     """Sample one token per slot from log-probs [L, V] already divided by temperature."""
     probs = logp.exp()
@@ -76,42 +68,66 @@ def denoise_pass(
     top_p: list[float],
     confidence_kind: list[str],
     generators: list[torch.Generator | None],
+    with_token_prob: bool = True,
 ) -> PassOutput:
+    """One pass's commits. Only the masked slots' rows of `logits` are read (the engine
+    computes no others), so the vocabulary-wide work is proportional to what is still
+    masked; `with_token_prob` adds the committed tokens' probabilities for re-masking."""
     b, length, vocab = logits.shape
     masked = (canvas == special.mask) & valid
-    logits = logits.float()
     temp = torch.tensor([t if t > 0 else 1.0 for t in temperature], device=logits.device)
-    logits = logits / temp[:, None, None]
-    if special.banned:
-        logits[..., list(special.banned)] = float("-inf")
-    # End tokens: allowed after a committed token, or at slot 0 when confident.
-    end_ids = list(special.end)
-    logp_full = logits.log_softmax(-1)
-    p_end = logp_full[..., end_ids].exp().sum(-1)  # [B, L]
-    end_ok = end_allowed(canvas, valid, special)
-    end_ok[:, 0] |= p_end[:, 0] >= threshold
-    logits[..., end_ids] = logits[..., end_ids].masked_fill(~end_ok[..., None], float("-inf"))
-    logp = logits.log_softmax(-1)
-
-    top1, margin, neg_entropy = _stats(logp)
-    tokens = logp.argmax(-1)
-    for row in range(b):  # sampling only for rows that asked for it; each with its own generator
-        if temperature[row] > 0 and masked[row].any():
-            slots = masked[row].nonzero().squeeze(-1)
-            tokens[row, slots] = _sample(logp[row, slots], temperature[row], top_p[row], generators[row])
-    chosen_p = logp.gather(-1, tokens[..., None]).squeeze(-1).exp()
-    # Every kind is scaled to (0, 1] so one threshold means the same for all:
-    # entropy as exp(-H), 1 for a certain slot.
-    kinds = {"max_prob": chosen_p, "margin": margin, "neg_entropy": neg_entropy.exp()}
-    conf = torch.stack([kinds[k][row] for row, k in enumerate(confidence_kind)]) if b else chosen_p
-    conf = conf.masked_fill(~masked, float("-inf"))
+    token_prob = torch.zeros((b, length), device=logits.device)
+    if with_token_prob:
+        token_prob = _token_prob(logits, canvas, temp, special)
+    rb, rl = masked.nonzero(as_tuple=True)  # row-major: each canvas's slots in order
+    tokens = canvas.clone()
+    conf = torch.full((b, length), float("-inf"), device=logits.device)
+    if rb.numel():
+        sub = logits[rb, rl].float() / temp[rb, None]  # [M, V]
+        if special.banned:
+            sub[:, list(special.banned)] = float("-inf")
+        # End tokens: allowed after a committed token, or at slot 0 when confident.
+        end_ids = list(special.end)
+        end_ok = end_allowed(canvas, valid, special)
+        first = rl == 0
+        if first.any():
+            p_end = (sub[first][:, end_ids].logsumexp(-1) - sub[first].logsumexp(-1)).exp()
+            end_ok[rb[first], 0] |= p_end >= threshold[rb[first]]
+        sub[:, end_ids] = sub[:, end_ids].masked_fill(~end_ok[rb, rl][:, None], float("-inf"))
+        lse = sub.logsumexp(-1)  # [M]
+        picked = sub.argmax(-1)
+        for row in range(b):  # sampling only for rows that asked for it; each with its own generator
+            if temperature[row] > 0:
+                sel = (rb == row).nonzero().squeeze(-1)
+                if sel.numel():
+                    picked[sel] = _sample(sub[sel] - lse[sel, None], temperature[row], top_p[row], generators[row])
+        # Every kind is scaled to (0, 1] so one threshold means the same for all:
+        # entropy as exp(-H), 1 for a certain slot.
+        kind = [confidence_kind[row] for row in rb.tolist()]
+        score = (sub.gather(-1, picked[:, None]).squeeze(-1) - lse).exp()  # max_prob: the picked token's
+        if "margin" in kind:
+            top2 = (sub.topk(2, dim=-1).values - lse[:, None]).exp()
+            use = torch.tensor([k == "margin" for k in kind], device=sub.device)
+            score = torch.where(use, top2[:, 0] - top2[:, 1], score)
+        if "neg_entropy" in kind:
+            use = torch.tensor([k == "neg_entropy" for k in kind], device=sub.device)
+            logp = sub[use] - lse[use, None]
+            score[use] = (logp.exp() * logp).nan_to_num(0.0).sum(-1).exp()
+        tokens[rb, rl] = picked
+        conf[rb, rl] = score
 
     # threshold >= 1 means one token per pass (the reference samplers' setting).
     commit = masked & (conf >= threshold[:, None]) & (threshold[:, None] < 1.0)
     forced = conf.argmax(-1)
     has_masked = masked.any(-1)
     commit[torch.arange(b, device=commit.device)[has_masked], forced[has_masked]] = True
-
-    current = canvas.clamp(min=0)
-    token_prob = logp_full.gather(-1, current[..., None]).squeeze(-1).exp()
     return PassOutput(tokens=tokens, confidence=conf, commit=commit, token_prob=token_prob)
+
+
+def _token_prob(logits: torch.Tensor, canvas: torch.Tensor, temp: torch.Tensor, special: SpecialIds) -> torch.Tensor:
+    """[B, L] probability of each slot's current token (needs every slot's logits)."""
+    full = logits.float() / temp[:, None, None]
+    if special.banned:
+        full[..., list(special.banned)] = float("-inf")
+    current = canvas.clamp(min=0)
+    return (full.gather(-1, current[..., None]).squeeze(-1) - full.logsumexp(-1)).exp()

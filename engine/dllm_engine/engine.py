@@ -313,6 +313,7 @@ class Engine:
             top_p=[p.top_p for p in params],
             confidence_kind=[p.confidence for p in params],
             generators=[a.generator for a in active],
+            with_token_prob=rows is None,  # re-masking reads the committed tokens' probabilities
         )
         last_pass = torch.tensor([p.max_passes is not None and a.passes + 1 >= p.max_passes
                                   for a, p in zip(active, params)], device=self.runner.device)

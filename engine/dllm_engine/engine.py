@@ -25,6 +25,7 @@ import torch
 from .canvas_rules import advance, fill_tokens, remask, stop_token_mask
 from .checkpoint import LoadedModel, load
 from .denoise import SpecialIds, denoise_pass
+from .cpu_features import native_bf16
 from .healing import TokenHealer, heal, unheal
 from .metrics import EngineMetrics
 from .protocol import (
@@ -50,7 +51,7 @@ log = logging.getLogger("dllm_engine")
 class EngineConfig:
     model: str | None = None  # folder or HF repo id; None: the embedded default model
     device: str = "auto"  # auto: cuda when available, else cpu
-    dtype: str = "auto"  # auto: bf16 on cuda, fp32 on cpu
+    dtype: str = "auto"  # auto: bf16 on cuda and on CPUs with native bf16 (cpu_features.py), else fp32
     max_batch: int = 32  # canvases per pass
     max_queue: int = 256  # waiting requests before EngineBusy
     cache_mb: int = 512  # context KV cache budget
@@ -67,8 +68,8 @@ class EngineConfig:
     def __post_init__(self) -> None:
         if self.device == "auto":
             self.device = "cuda" if torch.cuda.is_available() else "cpu"
-        if self.dtype == "auto":
-            self.dtype = "bfloat16" if self.device.startswith("cuda") else "float32"
+        if self.dtype == "auto":  # bf16 on CUDA, and on CPUs that multiply bf16 natively
+            self.dtype = "bfloat16" if self.device.startswith("cuda") or native_bf16() else "float32"
         if self.dtype not in ("float32", "bfloat16", "float16"):
             raise ValueError(f"dtype must be float32, bfloat16 or float16, got {self.dtype!r}")
         if self.kernels not in ("auto", "triton", "torch"):

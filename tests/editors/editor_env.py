@@ -19,14 +19,22 @@ ARTIFACTS = REPO / "tests" / "artifacts"
 GHOST_TIMEOUT_MS = int(os.environ.get("DLLM_TEST_GHOST_TIMEOUT_MS", "20000"))
 
 
+# What the real-model tests type into: a small module, the cursor after `return ` in
+# its last function (a one-line completion, as most keystrokes ask for). The model
+# is the weak CPU-trained default, so the ghost text is whatever it offers there.
+REAL_SOURCE = ("import math\n\n\ndef circle_area(radius):\n    return math.pi * radius * radius\n\n\n"
+               "def square_area(side):\n    return side * side\n\n\ndef rectangle_area(width, height):\n")
+REAL_LINE = REAL_SOURCE.count("\n") + 1  # the line typed after the last `def`
+REAL_TYPED = "    return "
+
+
 def no_ghost_text() -> None:
     """The real model showed no ghost text. The embedded default model, trained on two
-    CPU cores, writes filler here that the server's shaping rightly drops (at a body
-    after `def add(a, b):` it offers a comment line or nothing; see MODEL_CARD.md), so
-    this is an expected failure until a stronger default model ships; then set
-    DLLM_TEST_REQUIRE_GHOST=1 (CI) to make it a real failure. Everything else in these
-    tests (attach, requests, commands, status) runs against the real model."""
-    message = (f"the default model offered no ghost text after `def add(a, b):` within {GHOST_TIMEOUT_MS // 1000} s")
+    CPU cores, can write filler that the server's shaping rightly drops (see
+    MODEL_CARD.md); that is an expected failure unless DLLM_TEST_REQUIRE_GHOST=1, which
+    makes it a real one. Everything else in these tests (attach, requests, commands,
+    status) runs against the real model."""
+    message = f"the default model offered no ghost text after `{REAL_TYPED.strip()}` within {GHOST_TIMEOUT_MS // 1000} s"
     if os.environ.get("DLLM_TEST_REQUIRE_GHOST") == "1":
         pytest.fail(message)
     pytest.xfail(message + " (expected while the CPU-trained default model's fills do not survive shaping; DLLM_TEST_REQUIRE_GHOST=1 makes it fail)")

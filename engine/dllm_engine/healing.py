@@ -19,6 +19,7 @@ training hole does.
 
 from __future__ import annotations
 
+import bisect
 from collections import OrderedDict
 
 import torch
@@ -50,8 +51,13 @@ class TokenHealer:
     def __init__(self, tokenizer, vocab_size: int, device: torch.device) -> None:
         self.device = device
         n = min(vocab_size, tokenizer.vocab_size)
-        # Decoded once: what each token writes (specials decode to "" and never match).
+        # Decoded once: what each token writes (specials decode to "" and never match),
+        # and sorted, so the tokens extending a word are one bisected range: a keystroke
+        # costs O(log V + matches) even with a 150k vocabulary.
         self.texts = [tokenizer.decode([i]) for i in range(n)]
+        order = sorted(range(n), key=self.texts.__getitem__)
+        self._sorted = [self.texts[i] for i in order]
+        self._ids = torch.tensor(order, dtype=torch.long)
         self.vocab_size = vocab_size
         self._cache: OrderedDict[str, torch.Tensor | None] = OrderedDict()
 
@@ -72,11 +78,12 @@ class TokenHealer:
         if word in self._cache:
             self._cache.move_to_end(word)
             return self._cache[word]
-        hits = [i for i, t in enumerate(self.texts) if t.startswith(word)]
+        lo = bisect.bisect_left(self._sorted, word)
+        hi = bisect.bisect_left(self._sorted, word[:-1] + chr(ord(word[-1]) + 1), lo)
         mask = None
-        if hits:
+        if hi > lo:
             mask = torch.zeros(self.vocab_size, dtype=torch.bool)
-            mask[hits] = True
+            mask[self._ids[lo:hi]] = True
             mask = mask.to(self.device)
         self._cache[word] = mask
         if len(self._cache) > MAX_CACHED:

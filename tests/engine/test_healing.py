@@ -59,6 +59,10 @@ def test_token_healer_backs_up_a_partial_word(engine):
     texts = [t for t, ok in zip(engine.healer.texts, allowed.tolist()) if ok]
     assert word in texts and all(t.startswith(word) for t in texts)
     assert any(t.startswith(word) and len(t) > len(word) for t in texts)  # e.g. " range"
+    for probe in (word, " s", "get", "_", "x"):  # the bisected range is exactly the brute-force set
+        allowed = engine.healer.allowed(probe)
+        brute = {i for i, t in enumerate(engine.healer.texts) if t.startswith(probe)}
+        assert set(allowed.nonzero().flatten().tolist()) == brute, probe
     for no_word in ("x = (", "def f():\n", "a +"):  # nothing to heal after punctuation or a newline
         ids = tok.encode(no_word)
         assert engine.healer.back_up(ids, tok.decode) == (ids, "", None)

@@ -53,3 +53,20 @@ def test_ship_only_when_better(tmp_path):
     assert (dest / "model.safetensors").read_text() == "old"
     assert ship_mod.main(common + ["--candidate-eval", str(tmp_path / "better.json")]) == 0
     assert (dest / "model.safetensors").read_text() == "new"
+
+
+def test_ship_breaks_ties_at_the_floor_on_line_mode_then_syntax():
+    base = _report(3.3, 0.0)
+    for row in base["summary"]:
+        row["syntax_valid"] = 40.0
+    tied = json.loads(json.dumps(base))
+    assert not ship_mod.is_better(tied, base)
+    for row in tied["summary"]:
+        row["syntax_valid"] = 45.0  # same scores, more of its fills parse
+    assert ship_mod.is_better(tied, base)
+    line = json.loads(json.dumps(base))
+    line["summary"].append({"benchmark": "single-line", "arm": "line mode, threshold 0.9", "n": 61, "pass@1": 6.6,
+                            "exact_match": 0, "syntax_valid": 10.0})
+    base["summary"].append({"benchmark": "single-line", "arm": "line mode, threshold 0.9", "n": 61, "pass@1": 4.9,
+                            "exact_match": 0, "syntax_valid": 90.0})
+    assert ship_mod.is_better(line, base)  # line-mode pass@1 comes before the syntax rate

@@ -5,8 +5,11 @@
         --dest engine/dllm_engine/default_model
 
 "Better" compares the two evaluation reports (dllm-lsp eval --out-json) on the
-same tasks: single-line pass@1 under the engine's default decoding first,
-then held-out exact match. The repository holds at most MAX_BYTES of model.
+same tasks, in order: single-line pass@1 under the engine's default decoding,
+held-out exact match, single-line pass@1 in line mode (as the server decodes a
+single line), then the syntax-valid rate over every model arm (a weak model
+ties on the first three at the floor; writing code that parses still tells
+two of them apart). The repository holds at most MAX_BYTES of model.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ MAX_BYTES = 40 * 1024 * 1024
 FILES = ("config.json", "model.safetensors", "tokenizer.json", "training.json")
 PRIMARY = ("single-line", "variable length, threshold")
 SECONDARY = ("heldout", "variable length, threshold")
+LINE_MODE = ("single-line", "line mode, threshold")
 
 
 def _metric(report: dict, bench_prefix: str, arm_prefix: str, key: str) -> float | None:
@@ -32,11 +36,18 @@ def _metric(report: dict, bench_prefix: str, arm_prefix: str, key: str) -> float
     return sum(r[key] * r["n"] for r in rows if r.get(key) is not None) / total
 
 
-def score(report: dict) -> tuple[float, float]:
-    """(single-line pass@1, held-out exact match), each -1 when the report lacks it."""
-    primary = _metric(report, PRIMARY[0], PRIMARY[1], "pass@1")
-    secondary = _metric(report, SECONDARY[0], SECONDARY[1], "exact_match")
-    return (-1.0 if primary is None else primary, -1.0 if secondary is None else secondary)
+def _syntax_valid(report: dict) -> float | None:
+    """The syntax-valid rate over every model arm (the empty fill is the same for both)."""
+    rows = [r for r in report["summary"] if not r["arm"].startswith("empty") and r.get("syntax_valid") is not None]
+    total = sum(r["n"] for r in rows)
+    return sum(r["syntax_valid"] * r["n"] for r in rows) / total if total else None
+
+
+def score(report: dict) -> tuple[float, ...]:
+    """(single-line pass@1, held-out exact match, line-mode pass@1, syntax-valid rate), -1 where missing."""
+    keys = (_metric(report, *PRIMARY, "pass@1"), _metric(report, *SECONDARY, "exact_match"),
+            _metric(report, *LINE_MODE, "pass@1"), _syntax_valid(report))
+    return tuple(-1.0 if v is None else round(v, 6) for v in keys)
 
 
 def is_better(candidate: dict, baseline: dict) -> bool:

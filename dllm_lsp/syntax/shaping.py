@@ -50,7 +50,9 @@ _DANGLING = " \t+-*/%.,=&|^<>!?:~"  # a trailing operator or separator left by a
 def _trims(candidate: str):
     """Shorter versions to try when the full text adds parse errors.
 
-    First without a dangling operator at the end, then dropping trailing lines.
+    First without a dangling operator at the end, then dropping trailing lines,
+    then (a single line) cutting words off its end: `value = None` after `return `
+    does not parse, `value` does; the longest prefix that parses is what is shown.
     """
     lines = candidate.split("\n")
     for i in range(len(lines), 0, -1):
@@ -60,6 +62,14 @@ def _trims(candidate: str):
         bare = head.rstrip(_DANGLING)
         if bare != head and bare.strip():
             yield bare
+    if len(lines) == 1:
+        line = lines[0]
+        for cut in range(len(line.rstrip()) - 1, 0, -1):
+            if line[cut] == " " and line[cut - 1] != " ":
+                head = line[:cut].rstrip()
+                bare = head.rstrip(_DANGLING)
+                if bare.strip():
+                    yield bare
 
 
 def shape_completion(

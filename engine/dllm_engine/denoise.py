@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
+from dllm_kernels import dispatch as kernels
 
 
 @dataclass(frozen=True)
@@ -69,10 +70,15 @@ def denoise_pass(
     confidence_kind: list[str],
     generators: list[torch.Generator | None],
     with_token_prob: bool = True,
+    force: str | None = None,
 ) -> PassOutput:
     """One pass's commits. Only the masked slots' rows of `logits` are read (the engine
     computes no others), so the vocabulary-wide work is proportional to what is still
-    masked; `with_token_prob` adds the committed tokens' probabilities for re-masking."""
+    masked; `with_token_prob` adds the committed tokens' probabilities for re-masking.
+
+    On CUDA (or `force="triton"`) greedy statistics come from the fused confidence kernel
+    (one streaming pass per row: argmax, probability, margin, entropy; no softmax in
+    memory) and the commit rule from the commit kernel, with no host synchronisation."""
     b, length, vocab = logits.shape
     masked = (canvas == special.mask) & valid
     temp = torch.tensor([t if t > 0 else 1.0 for t in temperature], device=logits.device)
@@ -94,34 +100,55 @@ def denoise_pass(
             p_end = (sub[first][:, end_ids].logsumexp(-1) - sub[first].logsumexp(-1)).exp()
             end_ok[rb[first], 0] |= p_end >= threshold[rb[first]]
         sub[:, end_ids] = sub[:, end_ids].masked_fill(~end_ok[rb, rl][:, None], float("-inf"))
-        lse = sub.logsumexp(-1)  # [M]
-        picked = sub.argmax(-1)
-        for row in range(b):  # sampling only for rows that asked for it; each with its own generator
-            if temperature[row] > 0:
-                sel = (rb == row).nonzero().squeeze(-1)
-                if sel.numel():
-                    picked[sel] = _sample(sub[sel] - lse[sel, None], temperature[row], top_p[row], generators[row])
-        # Every kind is scaled to (0, 1] so one threshold means the same for all:
-        # entropy as exp(-H), 1 for a certain slot.
-        kind = [confidence_kind[row] for row in rb.tolist()]
-        score = (sub.gather(-1, picked[:, None]).squeeze(-1) - lse).exp()  # max_prob: the picked token's
-        if "margin" in kind:
-            top2 = (sub.topk(2, dim=-1).values - lse[:, None]).exp()
-            use = torch.tensor([k == "margin" for k in kind], device=sub.device)
-            score = torch.where(use, top2[:, 0] - top2[:, 1], score)
-        if "neg_entropy" in kind:
-            use = torch.tensor([k == "neg_entropy" for k in kind], device=sub.device)
-            logp = sub[use] - lse[use, None]
-            score[use] = (logp.exp() * logp).nan_to_num(0.0).sum(-1).exp()
-        tokens[rb, rl] = picked
-        conf[rb, rl] = score
+        fused = kernels.use_triton(sub, force) and all(t <= 0 for t in temperature)
+        if fused:
+            stats = kernels.confidence_stats(sub, 1.0, force="triton")
+            kinds = {"max_prob": stats.prob, "margin": stats.margin, "neg_entropy": (-stats.entropy).exp()}
+            score = torch.stack([kinds[k] for k in confidence_kind])[rb, torch.arange(rb.numel(), device=sub.device)] \
+                if len(set(confidence_kind)) > 1 else kinds[confidence_kind[0]]
+            tokens[rb, rl] = stats.token
+            conf[rb, rl] = score.float()
+        else:
+            _torch_stats(sub, rb, rl, tokens, conf, temperature, top_p, confidence_kind, generators)
+    else:
+        fused = kernels.use_triton(logits, force)
 
     # threshold >= 1 means one token per pass (the reference samplers' setting).
+    if fused:
+        thr = torch.where(threshold < 1.0, threshold, torch.full_like(threshold, float("inf")))
+        commit = kernels.commit_mask(masked, conf, thr, force="triton")
+        return PassOutput(tokens=tokens, confidence=conf, commit=commit, token_prob=token_prob)
     commit = masked & (conf >= threshold[:, None]) & (threshold[:, None] < 1.0)
     forced = conf.argmax(-1)
     has_masked = masked.any(-1)
     commit[torch.arange(b, device=commit.device)[has_masked], forced[has_masked]] = True
     return PassOutput(tokens=tokens, confidence=conf, commit=commit, token_prob=token_prob)
+
+
+def _torch_stats(sub, rb, rl, tokens, conf, temperature, top_p, confidence_kind, generators) -> None:
+    """Tokens and confidences of the masked slots `sub` [M, V] (rows rb, slots rl), in place."""
+    b = len(temperature)
+    lse = sub.logsumexp(-1)  # [M]
+    picked = sub.argmax(-1)
+    for row in range(b):  # sampling only for rows that asked for it; each with its own generator
+        if temperature[row] > 0:
+            sel = (rb == row).nonzero().squeeze(-1)
+            if sel.numel():
+                picked[sel] = _sample(sub[sel] - lse[sel, None], temperature[row], top_p[row], generators[row])
+    # Every kind is scaled to (0, 1] so one threshold means the same for all:
+    # entropy as exp(-H), 1 for a certain slot.
+    kind = [confidence_kind[row] for row in rb.tolist()]
+    score = (sub.gather(-1, picked[:, None]).squeeze(-1) - lse).exp()  # max_prob: the picked token's
+    if "margin" in kind:
+        top2 = (sub.topk(2, dim=-1).values - lse[:, None]).exp()
+        use = torch.tensor([k == "margin" for k in kind], device=sub.device)
+        score = torch.where(use, top2[:, 0] - top2[:, 1], score)
+    if "neg_entropy" in kind:
+        use = torch.tensor([k == "neg_entropy" for k in kind], device=sub.device)
+        logp = sub[use] - lse[use, None]
+        score[use] = (logp.exp() * logp).nan_to_num(0.0).sum(-1).exp()
+    tokens[rb, rl] = picked
+    conf[rb, rl] = score
 
 
 def _token_prob(logits: torch.Tensor, canvas: torch.Tensor, temp: torch.Tensor, special: SpecialIds) -> torch.Tensor:

@@ -315,6 +315,7 @@ class Engine:
             confidence_kind=[p.confidence for p in params],
             generators=[a.generator for a in active],
             with_token_prob=rows is None,  # re-masking reads the committed tokens' probabilities
+            force=None if self.config.kernels == "auto" else self.config.kernels,
         )
         last_pass = torch.tensor([p.max_passes is not None and a.passes + 1 >= p.max_passes
                                   for a, p in zip(active, params)], device=self.runner.device)

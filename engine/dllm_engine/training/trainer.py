@@ -88,6 +88,8 @@ class Trainer:
             torch.set_num_threads(cfg.threads)
         tok = TextTokenizer(cfg.tokenizer)
         self.model_cfg: ModelConfig = default_model_config(tok, **cfg.model)
+        # The engine trims a request's context to what the model was trained on (runner.py).
+        self.model_cfg.extra["context_tokens"] = cfg.stream.context_budget
         self.ids = SpecialIds(pad=self.model_cfg.pad_token_id, mask=self.model_cfg.mask_token_id,
                               suffix=self.model_cfg.suffix_token_id, prefix=self.model_cfg.prefix_token_id)
         vocab = tok._tok.get_vocab()

@@ -73,8 +73,9 @@ class PrefixCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def lookup(self, ids: torch.Tensor) -> tuple[int | None, CacheEntry | None, int]:
-        """(key, entry, reusable length) for the entry sharing the longest token prefix with `ids`."""
+    def lookup(self, ids: torch.Tensor, count: bool = True) -> tuple[int | None, CacheEntry | None, int]:
+        """(key, entry, reusable length) for the entry sharing the longest token prefix with `ids`;
+        `count=False` peeks without touching the hit statistics or the LRU order."""
         with self._lock:
             best_key, best, best_len = None, None, 0
             for key, entry in self._entries.items():
@@ -83,6 +84,8 @@ class PrefixCache:
                     best_key, best, best_len = key, entry, n
             # Keep at least one token to encode: its hidden state is not cached.
             best_len = min(best_len, ids.numel() - 1) if ids.numel() else 0
+            if not count:
+                return best_key, best, best_len if best is not None else 0
             self.stats.lookups += 1
             self.stats.tokens_requested += int(ids.numel())
             if best is not None and best_len > 0:

@@ -190,8 +190,7 @@ class Engine:
             try:
                 with self._runner_lock:
                     self._drop_cancelled()
-                    for state, hole in admissions:
-                        self._admit(state, hole)
+                    self._admit_all(admissions)
                     if self.scheduler.active:
                         self._step()
             except Exception as exc:  # never let one bad pass kill the resident engine
@@ -201,23 +200,44 @@ class Engine:
         for state in self.scheduler.waiting_states() + [a.state for a in self.scheduler.active]:
             self._fail(state, RuntimeError("engine shut down"))
 
-    def _admit(self, state: RequestState, index: int) -> None:
-        if state.future.done():
-            return
-        if state.started is None:
-            state.started = time.monotonic()
-        hole = state.request.holes[index]
-        try:
+    def _admit_all(self, admissions: list[tuple[RequestState, int]]) -> None:
+        """Tokenize every admitted hole, encode their contexts together where the runner
+        can (one padded forward for the fresh ones), then put them on canvases."""
+        prepared = []
+        for state, index in admissions:
+            if state.future.done():
+                continue
+            if state.started is None:
+                state.started = time.monotonic()
+            hole = state.request.holes[index]
             prefix, typed = heal(hole.prefix) if self.config.heal else (hole.prefix, "")
             prefix_ids = self.tokenizer.encode(prefix)
             healed, first_allowed = "", None
             if self.healer is not None and not typed:
                 prefix_ids, healed, first_allowed = self.healer.back_up(prefix_ids, self.tokenizer.decode)
             suffix_ids = self.tokenizer.encode(hole.suffix)
-            ctx = self.runner.encode_context(prefix_ids, suffix_ids, hole.max_tokens)
-        except ProtocolError as exc:
-            self._fail(state, exc)
+            prepared.append((state, index, prefix_ids, suffix_ids, typed, healed, first_allowed))
+        if not prepared:
             return
+        batch_encode = getattr(self.runner, "encode_contexts", None)
+        if batch_encode is not None:
+            contexts = batch_encode([(p[2], p[3], p[0].request.holes[p[1]].max_tokens) for p in prepared])
+        else:
+            contexts = []
+            for state, index, prefix_ids, suffix_ids, *_ in prepared:
+                try:
+                    contexts.append(self.runner.encode_context(prefix_ids, suffix_ids,
+                                                               state.request.holes[index].max_tokens))
+                except ProtocolError as exc:
+                    contexts.append(exc)
+        for (state, index, _, _, typed, healed, first_allowed), ctx in zip(prepared, contexts):
+            if isinstance(ctx, ProtocolError):
+                self._fail(state, ctx)
+            elif not state.future.done():
+                self._activate(state, index, ctx, typed, healed, first_allowed)
+
+    def _activate(self, state: RequestState, index: int, ctx, typed: str, healed: str, first_allowed) -> None:
+        hole = state.request.holes[index]
         state.context_tokens += ctx.length
         state.cached_tokens += ctx.reused
         self.metrics.context_encoded(ctx.length - ctx.reused)

@@ -23,7 +23,8 @@ from .protocol import ProtocolError
 
 
 MAX_CACHED_BATCHES = 8
-PREFIX_TRIM_STEP = 32  # the kept prefix starts on a multiple of this: stable while typing
+PREFIX_TRIM_STEP = 32
+BATCH_REUSE_BELOW = 32  # encode_contexts: contexts with less of a cached prefix go in one padded forward  # the kept prefix starts on a multiple of this: stable while typing
 
 
 def trim_to_trained(prefix_ids: list[int], suffix_ids: list[int], budget: int) -> tuple[list[int], list[int]]:
@@ -76,8 +77,7 @@ class ModelRunner:
     def window(self) -> int:
         return self.config.max_position_embeddings
 
-    @torch.inference_mode()
-    def encode_context(self, prefix_ids: list[int], suffix_ids: list[int], canvas_room: int) -> EncodedContext:
+    def _context_ids(self, prefix_ids: list[int], suffix_ids: list[int], canvas_room: int) -> torch.Tensor:
         trained = self.config.extra.get("context_tokens")
         if trained:  # a model trained on short contexts sees what it was trained on
             prefix_ids, suffix_ids = trim_to_trained(prefix_ids, suffix_ids, int(trained) - 2)
@@ -87,7 +87,62 @@ class ModelRunner:
                 f"context of {len(ids_list)} tokens plus a {canvas_room}-token fill exceeds the model's "
                 f"window of {self.window} tokens; trim the prefix/suffix to a budget first"
             )
-        ids = torch.tensor(ids_list, dtype=torch.long)
+        return torch.tensor(ids_list, dtype=torch.long)
+
+    @torch.inference_mode()
+    def encode_contexts(self, requests: list[tuple[list[int], list[int], int]]) -> list[EncodedContext | ProtocolError]:
+        """Several contexts at once: the ones the cache knows nothing of go through one
+        padded causal forward (a batch refactor admits dozens of holes in one step, and
+        one forward each was most of its non-pass time); the others reuse their cached
+        prefix one by one. A context that does not fit comes back as its ProtocolError."""
+        out: list[EncodedContext | ProtocolError | None] = [None] * len(requests)
+        fresh: list[tuple[int, torch.Tensor]] = []
+        for i, (prefix_ids, suffix_ids, room) in enumerate(requests):
+            try:
+                ids = self._context_ids(prefix_ids, suffix_ids, room)
+            except ProtocolError as exc:
+                out[i] = exc
+                continue
+            # A long cached prefix (a keystroke) is cheaper alone; a few shared tokens
+            # (every native context starts with `<suf>`) are recomputed in the batch.
+            if self.cache.lookup(ids, count=False)[2] >= BATCH_REUSE_BELOW or len(requests) == 1:
+                out[i] = self._encode(ids)
+            else:
+                fresh.append((i, ids))
+        if len(fresh) == 1:
+            out[fresh[0][0]] = self._encode(fresh[0][1])
+        elif fresh:
+            for i, ctx in zip((i for i, _ in fresh), self._encode_fresh([ids for _, ids in fresh])):
+                out[i] = ctx
+        return out  # type: ignore[return-value]
+
+    def _encode_fresh(self, batch: list[torch.Tensor]) -> list[EncodedContext]:
+        lens = torch.tensor([ids.numel() for ids in batch])
+        t_max = int(lens.max())
+        tokens = torch.full((len(batch), t_max), max(self.config.pad_token_id, 0), dtype=torch.long)
+        for row, ids in enumerate(batch):
+            tokens[row, : ids.numel()] = ids
+        tokens, lens = tokens.to(self.device), lens.to(self.device)
+        positions = torch.arange(t_max, device=self.device)[None].expand(len(batch), t_max)
+        cols = torch.arange(t_max, device=self.device)
+        # causal, and never a padded key (each row's key 0 is real, so no row is empty)
+        mask = (cols[None, :] <= cols[:, None])[None] & (cols[None, None, :] < lens[:, None, None])
+        _, new_kv = self.model(tokens, positions, mask=mask[:, None], past=None, return_kv=True,
+                               logits_slice=slice(0, 0))
+        contexts = []
+        for row, ids in enumerate(batch):
+            n = ids.numel()
+            new = torch.stack([torch.stack((k[row, :, :n], v[row, :, :n])) for k, v in new_kv])
+            key, _, reuse = self.cache.lookup(ids)  # an identical context earlier in this batch
+            stored = self.cache.store(ids, key, reuse, new[:, :, :, reuse:])
+            contexts.append(EncodedContext(kv=stored.buf[:, :, :, :n], length=n, reused=reuse))
+        return contexts
+
+    @torch.inference_mode()
+    def encode_context(self, prefix_ids: list[int], suffix_ids: list[int], canvas_room: int) -> EncodedContext:
+        return self._encode(self._context_ids(prefix_ids, suffix_ids, canvas_room))
+
+    def _encode(self, ids: torch.Tensor) -> EncodedContext:
         key, entry, reuse = self.cache.lookup(ids)
         past = None
         if reuse:

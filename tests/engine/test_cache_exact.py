@@ -73,3 +73,26 @@ def test_trimming_to_the_trained_context_keeps_a_stable_start():
     starts = {trim_to_trained(prefix + list(range(1000, 1000 + k)), suffix, 254)[0][0] for k in range(64)}
     assert len(starts) <= 3
     assert trim_to_trained([1, 2], [3], 254) == ([1, 2], [3])
+
+
+def test_batched_encoding_equals_one_at_a_time(tiny_model):
+    """encode_contexts: fresh contexts of different lengths in one padded forward give the
+    K/V that encoding each alone gives; a cached one reuses its prefix; a too-long one fails alone."""
+    from dllm_engine.protocol import ProtocolError
+
+    lm = load(str(tiny_model), dtype=torch.float32)
+    tok = lm.tokenizer
+    texts = [("def f(x):\n    return ", "\n"), ("import os\n\nclass A:\n    pass\n", ""), ("x = 1\n", "\ny = 2\n")]
+    reqs = [(tok.encode(p), tok.encode(s), 8) for p, s in texts]
+    alone = ModelRunner(lm, cache_bytes=64 * 2**20)
+    together = ModelRunner(lm, cache_bytes=64 * 2**20)
+    with torch.inference_mode():
+        ref = [alone.encode_context(*r) for r in reqs]
+        got = together.encode_contexts(reqs + [(list(range(5, 1500)), [], 8)])
+    assert isinstance(got[-1], ProtocolError)  # over the window: only that one fails
+    for a, b in zip(ref, got[:3]):
+        assert a.length == b.length and b.reused == a.reused  # the same shared head (`<suf>`, ...)
+        torch.testing.assert_close(b.kv, a.kv, atol=1e-5, rtol=1e-5)
+    assert together.cache.stats.lookups == 3  # one per context that fits, as alone
+    again = together.encode_contexts([(reqs[0][0] + tok.encode("x"), reqs[0][1], 8), reqs[1]])
+    assert again[0].reused > 0 and again[1].reused == again[1].length - 1  # from the cache

@@ -73,9 +73,11 @@ class PrefixCache:
     def __len__(self) -> int:
         return len(self._entries)
 
-    def lookup(self, ids: torch.Tensor, count: bool = True) -> tuple[int | None, CacheEntry | None, int]:
+    def lookup(self, ids: torch.Tensor, count: bool = True,
+               full: bool = False) -> tuple[int | None, CacheEntry | None, int]:
         """(key, entry, reusable length) for the entry sharing the longest token prefix with `ids`;
-        `count=False` peeks without touching the hit statistics or the LRU order."""
+        `count=False` peeks without touching the hit statistics or the LRU order; `full=True`
+        may return all of `ids` (a caller that needs no hidden state of the last token)."""
         with self._lock:
             best_key, best, best_len = None, None, 0
             for key, entry in self._entries.items():
@@ -83,7 +85,8 @@ class PrefixCache:
                 if n > best_len:
                     best_key, best, best_len = key, entry, n
             # Keep at least one token to encode: its hidden state is not cached.
-            best_len = min(best_len, ids.numel() - 1) if ids.numel() else 0
+            if not full:
+                best_len = min(best_len, ids.numel() - 1) if ids.numel() else 0
             if not count:
                 return best_key, best, best_len if best is not None else 0
             self.stats.lookups += 1

@@ -143,7 +143,11 @@ class ModelRunner:
         return self._encode(self._context_ids(prefix_ids, suffix_ids, canvas_room))
 
     def _encode(self, ids: torch.Tensor) -> EncodedContext:
-        key, entry, reuse = self.cache.lookup(ids)
+        # The native canvas reads only the context's K/V, never the last token's hidden
+        # state, so a context the cache holds whole needs no forward at all.
+        key, entry, reuse = self.cache.lookup(ids, full=True)
+        if reuse == ids.numel():
+            return EncodedContext(kv=entry.buf[:, :, :, :reuse], length=reuse, reused=reuse)
         past = None
         if reuse:
             kv = entry.buf[:, :, :, :reuse]

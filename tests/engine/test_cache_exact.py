@@ -96,3 +96,16 @@ def test_batched_encoding_equals_one_at_a_time(tiny_model):
     assert together.cache.stats.lookups == 3  # one per context that fits, as alone
     again = together.encode_contexts([(reqs[0][0] + tok.encode("x"), reqs[0][1], 8), reqs[1]])
     assert again[0].reused > 0 and again[1].reused == again[1].length - 1  # from the cache
+
+
+def test_a_context_held_whole_needs_no_forward(tiny_model, monkeypatch):
+    lm = load(str(tiny_model), dtype=torch.float32)
+    runner = ModelRunner(lm, cache_bytes=64 * 2**20)
+    tok = lm.tokenizer
+    req = (tok.encode("def f(x):\n    return "), tok.encode("\n"), 8)
+    with torch.inference_mode():
+        first = runner.encode_context(*req)
+        monkeypatch.setattr(runner.model, "forward", lambda *a, **k: (_ for _ in ()).throw(AssertionError("forward")))
+        again = runner.encode_context(*req)
+    assert again.reused == again.length == first.length
+    torch.testing.assert_close(again.kv, first.kv)

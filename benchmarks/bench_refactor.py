@@ -70,7 +70,7 @@ async def main(args) -> dict:
     recipe = builtin_recipe(args.recipe)
     recipe = replace(recipe, max_tokens=args.max_tokens, rules=tuple(replace(r, max_tokens=None) for r in recipe.rules))
     files, _ = collect_files([str(work)], recipe)
-    client = InProcessClient(model=args.model, threads=args.threads)
+    client = InProcessClient(model=args.model, threads=args.threads, max_batch=args.max_batch)
     await client.infill(InfillRequest(holes=[Hole("def f():\n    ", "\n", 8)]))  # load + warm up
     batched = RunOptions(apply=False, files_in_flight=len(files), jobs=1)
     single = RunOptions(apply=False, files_in_flight=1, max_holes_per_request=1, jobs=1)
@@ -137,6 +137,7 @@ if __name__ == "__main__":
     p.add_argument("--recipe", default="fill-bodies")
     p.add_argument("--model", default=None)
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads for the engine (both modes)")
+    p.add_argument("--max-batch", type=int, default=32, help="the engine's canvases per pass (both modes)")
     p.add_argument("--write", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = p.parse_args()
     result = asyncio.run(main(args))

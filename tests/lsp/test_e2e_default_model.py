@@ -61,6 +61,11 @@ async def test_default_model_serves_completions_and_edits(client):
         content_changes=[types.TextDocumentContentChangePartial(
             range=types.Range(start=pos(4, 11), end=pos(4, 11)), text="(")]))
     cancelled_before = (await command(client, "dllm.serverStats"))["engineCancelled"]
+    # Sampling hot keeps the model from ending the fill early, so the request is surely
+    # still denoising when the cancel arrives (greedy fills of this model can end in 30 ms).
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"dllm": {
+        "debounceMs": 0, "diffusion": {"temperature": 5.0, "seed": 1}}}))
+    await command(client, "dllm.engineStatus")  # the settings are applied before the next request
     future = asyncio.ensure_future(client.protocol.send_request_async(
         types.TEXT_DOCUMENT_INLINE_COMPLETION,
         # An empty line between definitions: a multi-line fill (no stop at the newline) takes many passes.
@@ -73,6 +78,9 @@ async def test_default_model_serves_completions_and_edits(client):
     with pytest.raises(JsonRpcRequestCancelled):
         await asyncio.wait_for(future, 10)
     assert (await command(client, "dllm.serverStats"))["engineCancelled"] == cancelled_before + 1
+    client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"dllm": {
+        "debounceMs": 0}}))
+    await command(client, "dllm.engineStatus")
 
     # Regenerate a selection: one real engine request; an edit only if the fill keeps the file parsing.
     requests = (await command(client, "dllm.serverStats"))["engineRequests"]

@@ -6,15 +6,8 @@ from __future__ import annotations
 import torch
 
 
-from dllm_engine.denoise import PassOutput, SpecialIds
-
-
-def end_allowed(canvas: torch.Tensor, valid: torch.Tensor, special: SpecialIds) -> torch.Tensor:
-    """bool [B, L]: slots where an end token may be committed (right after a committed token)."""
-    committed = (canvas != special.mask) & valid
-    left = torch.zeros_like(committed)
-    left[:, 1:] = committed[:, :-1]
-    return left
+# The slot rules and the sampler are shared; what differs is the vocabulary-wide work.
+from dllm_engine.denoise import PassOutput, SpecialIds, _sample, end_allowed
 
 
 def _stats(logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -23,17 +16,6 @@ def _stats(logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor
     p = logp.exp()
     neg_entropy = (p * logp).nan_to_num(0.0).sum(-1)
     return top2[..., 0], top2[..., 0] - top2[..., 1], neg_entropy
-
-
-def _sample(logp: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator | None) -> torch.Tensor:
-    """Sample one token per slot from log-probs [L, V] already divided by temperature."""
-    probs = logp.exp()
-    if top_p < 1.0:
-        sorted_p, order = probs.sort(dim=-1, descending=True)
-        keep = sorted_p.cumsum(-1) - sorted_p < top_p  # always keeps the top token
-        sorted_p = sorted_p * keep
-        probs = torch.zeros_like(probs).scatter(-1, order, sorted_p)
-    return torch.multinomial(probs, 1, generator=gen).squeeze(-1)
 
 
 def reference_denoise_pass(

@@ -8,7 +8,8 @@ asked and then only with a bearer token. Endpoints:
 - POST /v1/completions  OpenAI-compatible fill-in-the-middle (`prompt` + `suffix`)
 - POST /v1/score        token-by-token likelihood of existing code (for diagnostics)
 - GET  /health          200 when ready, 503 while the model loads
-- GET  /metrics         queue depth, passes/s, tokens per pass, cache hit rate
+- GET  /metrics         queue depth, passes/s, tokens per pass, cache hit rate (JSON, or
+                         Prometheus text for a scraper's Accept header / ?format=prometheus)
 
 A client that disconnects has its request cancelled in the engine.
 """
@@ -32,6 +33,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
+from . import prometheus
 from .protocol import (
     DiffusionParams,
     EngineBusy,
@@ -171,7 +173,10 @@ def build_app(host: EngineHost, token: str | None = None) -> Starlette:
         return JSONResponse(host.engine.health())
 
     async def metrics(request: Request) -> Response:
-        return JSONResponse(ready_engine().health())
+        snapshot = ready_engine().health()
+        if prometheus.wants_prometheus(request.headers.get("accept", ""), request.query_params.get("format")):
+            return Response(prometheus.render(snapshot), media_type=prometheus.CONTENT_TYPE)
+        return JSONResponse(snapshot)
 
     def endpoint(handler):
         async def run(request: Request) -> Response:

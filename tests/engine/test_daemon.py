@@ -134,6 +134,22 @@ def test_metrics_report_passes_and_cache(daemon):
         assert key in m
 
 
+
+def test_metrics_speak_prometheus_to_a_scraper(daemon):
+    """A Prometheus scraper's Accept header (or ?format=prometheus) gets the text format."""
+    scraper = "application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"
+    with http(daemon) as c:
+        r = c.get("/metrics", headers={"Accept": scraper})
+        forced = c.get("/metrics", params={"format": "prometheus"})
+        plain = c.get("/metrics", headers={"Accept": "application/json"})
+    assert r.headers["content-type"].startswith("text/plain")
+    lines = r.text.splitlines()
+    assert "# TYPE dllm_engine_queue_depth gauge" in lines
+    assert any(line.startswith("dllm_engine_cache_hit_rate{model=") for line in lines)
+    assert "# TYPE dllm_engine_passes gauge" in forced.text.splitlines()
+    assert "queue_depth" in plain.json()
+
+
 def test_tcp_needs_a_token(tiny_model):
     r = subprocess.run([sys.executable, "-m", "dllm_lsp", "engine", "serve", "--host", "127.0.0.1", "--port", "0",
                         "--model", str(tiny_model)], capture_output=True, text=True, timeout=60,

@@ -34,3 +34,27 @@ def test_build_script_type_checks_tests_bundles_and_packages():
     commands = {c["command"] for c in manifest["contributes"]["commands"]}
     assert {"dllm-lsp.regenerateSelection", "dllm-lsp.fillHoles", "dllm-lsp.toggleCompletions",
             "dllm-lsp.restartEngine", "dllm-lsp.showEngineStatus"} <= commands
+
+
+def test_setting_choices_are_the_servers():
+    """Every choice the VS Code settings UI offers is one the server accepts (a choice the
+    server rejects would only show up as a warning at run time)."""
+    from dllm_lsp.server.options import CONFIDENCE_KINDS, parse_options
+
+    props = json.loads((REPO / "editors/vscode/package.json").read_text())["contributes"]["configuration"]["properties"]
+    assert tuple(props["dllm.diffusion.confidence"]["enum"]) == CONFIDENCE_KINDS
+    checked = 0
+    for key, spec in props.items():
+        for value in spec.get("enum", []):
+            path = key.split(".")[1:]  # dllm.diffusion.confidence -> diffusion, confidence
+            if path[0] in ("pythonPath", "serverArgs", "serverEnv", "trace"):
+                continue  # client-side settings, not server options
+            settings: dict = {}
+            node = settings
+            for part in path[:-1]:
+                node = node.setdefault(part, {})
+            node[path[-1]] = value
+            _, errors = parse_options(settings)
+            assert not errors, (key, value, errors)
+            checked += 1
+    assert checked >= 3

@@ -323,10 +323,13 @@ class Engine:
         # The LM head only where a token may be committed, unless re-masking needs every slot.
         rows = None if any(p.remask_below > 0 for p in params) else masked
         logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows)
-        with torch.inference_mode():  # logits are an inference tensor: edit them in place, no copy
-            for row, a in enumerate(active):  # a healed prefix: the first token must extend the backed-up word
-                if a.first_allowed is not None and bool(canvases[row, 0] == self.special.mask):
-                    logits[row, 0].masked_fill_(~a.first_allowed, float("-inf"))
+        healed = [row for row, a in enumerate(active) if a.first_allowed is not None]
+        if healed:  # a healed prefix: while slot 0 is masked, its token must extend the backed-up word
+            rows = torch.tensor(healed, device=self.runner.device)
+            allowed = torch.stack([active[row].first_allowed for row in healed])  # [R, V]
+            banned = ~allowed & (canvases[rows, 0] == self.special.mask)[:, None]  # no host sync
+            with torch.inference_mode():  # logits are an inference tensor: edit them in place, no copy
+                logits[rows, 0] = logits[rows, 0].masked_fill(banned, float("-inf"))
         out = denoise_pass(
             logits, canvases, valid, self.special,
             threshold=torch.tensor([p.threshold for p in params], device=self.runner.device),

@@ -32,3 +32,13 @@ def write_tiny_native(out: Path, seed: int = 0, **overrides) -> Path:
 @pytest.fixture(scope="session")
 def tiny_model(tmp_path_factory) -> Path:
     return write_tiny_native(tmp_path_factory.mktemp("tiny") / "model")
+
+
+@pytest.fixture(scope="module")
+def default_engine():
+    """The engine on the shipped default model, one per test module."""
+    from dllm_engine.engine import Engine, EngineConfig
+
+    e = Engine(EngineConfig(threads=1))
+    yield e
+    e.shutdown()

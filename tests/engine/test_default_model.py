@@ -3,7 +3,6 @@
 import pytest
 
 from dllm_engine.checkpoint import DEFAULT_MODEL_DIR
-from dllm_engine.engine import Engine, EngineConfig
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest, ScoreRequest
 
 PREFIX = "def mean(values):\n    total = 0\n    for v in values:\n        total += v\n    return "
@@ -11,10 +10,8 @@ SUFFIX = "\n\n\nprint(mean([1, 2, 3]))\n"
 
 
 @pytest.fixture(scope="module")
-def engine():
-    e = Engine(EngineConfig(threads=1))
-    yield e
-    e.shutdown()
+def engine(default_engine):
+    return default_engine
 
 
 def test_default_model_is_the_shipped_checkpoint(engine):

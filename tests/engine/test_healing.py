@@ -2,7 +2,6 @@
 
 import pytest
 
-from dllm_engine.engine import Engine, EngineConfig
 from dllm_engine.healing import heal, unheal
 from dllm_engine.protocol import Hole, InfillRequest
 
@@ -34,10 +33,8 @@ def test_unheal_takes_the_typed_blanks_back_off(text, typed, shown):
 
 
 @pytest.fixture(scope="module")
-def engine():
-    e = Engine(EngineConfig(threads=1))
-    yield e
-    e.shutdown()
+def engine(default_engine):
+    return default_engine
 
 
 def test_engine_heals_with_the_default_model(engine):

@@ -22,7 +22,7 @@ import json
 from pathlib import Path
 
 from ..model_config import CheckpointError, ModelConfig
-from .spec import Family, get
+from .spec import Family, transformer_dims
 from .specials import SpecialTokens
 
 # transformers' DiffusionGemmaGenerationConfig._get_default_generation_params: the temperature
@@ -54,19 +54,10 @@ def build(raw: dict, path: Path, sp: SpecialTokens) -> ModelConfig:
     placeholder = ids.require("mask (placeholder for uncommitted slots)", role="mask_token",
                               texts=("<mask>", "[MASK]", "<unk>"))
     sp.unresolved |= ids.unresolved
-    heads = int(get(text, "num_attention_heads", path))
     canvas = int(raw.get("canvas_length") or CANVAS_LENGTH_DEFAULT)
     try:
         return ModelConfig(
-            vocab_size=int(get(text, "vocab_size", path)),
-            hidden_size=int(get(text, "hidden_size", path)),
-            num_layers=int(get(text, "num_hidden_layers", path)),
-            num_heads=heads,
-            num_kv_heads=int(get(text, "num_key_value_heads", path, heads)),
-            intermediate_size=int(get(text, "intermediate_size", path)),
-            head_dim=int(get(text, "head_dim", path, 0) or 0),
-            rms_norm_eps=float(get(text, "rms_norm_eps", path, 1e-6)),
-            max_position_embeddings=int(get(text, "max_position_embeddings", path, 131072)),
+            **transformer_dims(text, path, max_positions=131072),
             tie_word_embeddings=bool(raw.get("tie_word_embeddings", True)),
             logits_shift=False,
             attention="encoder_decoder",

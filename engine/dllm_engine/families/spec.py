@@ -60,6 +60,22 @@ def refuse(path: Path, key: str, value, why: str) -> None:
     raise CheckpointError(f"{path / 'config.json'}: {key}={value!r} is not supported ({why})")
 
 
+def transformer_dims(cfg: dict, path: Path, max_positions: int) -> dict:
+    """The Hugging Face transformer sizes every family names the same way."""
+    heads = int(get(cfg, "num_attention_heads", path))
+    return dict(
+        vocab_size=int(get(cfg, "vocab_size", path)),
+        hidden_size=int(get(cfg, "hidden_size", path)),
+        num_layers=int(get(cfg, "num_hidden_layers", path)),
+        num_heads=heads,
+        num_kv_heads=int(get(cfg, "num_key_value_heads", path, heads)),
+        intermediate_size=int(get(cfg, "intermediate_size", path)),
+        head_dim=int(get(cfg, "head_dim", path, 0) or 0),
+        rms_norm_eps=float(get(cfg, "rms_norm_eps", path, 1e-6)),
+        max_position_embeddings=int(get(cfg, "max_position_embeddings", path, max_positions)),
+    )
+
+
 def qwen_config(raw: dict, path: Path, **options) -> ModelConfig:
     """The Qwen2/Qwen3 config keys (Dream, CoDA, SDAR, Fast-dLLM v2, Open-dCoder all use them)."""
     if raw.get("rope_scaling") not in (None, {}):
@@ -68,19 +84,8 @@ def qwen_config(raw: dict, path: Path, **options) -> ModelConfig:
         refuse(path, "hidden_act", raw["hidden_act"], "the engine's MLP is SwiGLU")
     if raw.get("use_sliding_window"):
         refuse(path, "use_sliding_window", True, "sliding-window attention is not implemented")
-    heads = int(get(raw, "num_attention_heads", path))
-    dims = dict(
-        vocab_size=int(get(raw, "vocab_size", path)),
-        hidden_size=int(get(raw, "hidden_size", path)),
-        num_layers=int(get(raw, "num_hidden_layers", path)),
-        num_heads=heads,
-        num_kv_heads=int(get(raw, "num_key_value_heads", path, heads)),
-        intermediate_size=int(get(raw, "intermediate_size", path)),
-        head_dim=int(get(raw, "head_dim", path, 0) or 0),
-        rope_theta=float(get(raw, "rope_theta", path, 10000.0)),
-        rms_norm_eps=float(get(raw, "rms_norm_eps", path, 1e-6)),
-        max_position_embeddings=int(get(raw, "max_position_embeddings", path, 32768)),
-    )
+    dims = dict(**transformer_dims(raw, path, max_positions=32768),
+                rope_theta=float(get(raw, "rope_theta", path, 10000.0)))
     try:
         return ModelConfig(**dims, **options)
     except CheckpointError as exc:  # e.g. heads not dividing hidden_size

@@ -60,7 +60,7 @@ def _sample(logp: torch.Tensor, temperature: float, top_p: float, gen: torch.Gen
 
 
 def denoise_pass(
-    logits: torch.Tensor,  # [B, L, V] aligned to canvas slots
+    logits: torch.Tensor,  # [B, L, V] aligned to canvas slots, or [M, V]: the masked slots only
     canvas: torch.Tensor,  # [B, L]
     valid: torch.Tensor,  # [B, L] bool
     special: SpecialIds,
@@ -78,8 +78,14 @@ def denoise_pass(
 
     On CUDA (or `force="triton"`) greedy statistics come from the fused confidence kernel
     (one streaming pass per row: argmax, probability, margin, entropy; no softmax in
-    memory) and the commit rule from the commit kernel, with no host synchronisation."""
-    b, length, vocab = logits.shape
+    memory) and the commit rule from the commit kernel, with no host synchronisation.
+
+    Compact `logits` [M, V] hold the masked slots' rows in row-major order (what the
+    runner computes when asked for them alone); they cannot give `with_token_prob`."""
+    b, length = canvas.shape
+    compact = logits.dim() == 2
+    if compact and with_token_prob:
+        raise ValueError("re-masking needs every slot's logits, not the masked slots' alone")
     masked = (canvas == special.mask) & valid
     temp = torch.tensor([t if t > 0 else 1.0 for t in temperature], device=logits.device)
     token_prob = torch.zeros((b, length), device=logits.device)
@@ -89,7 +95,7 @@ def denoise_pass(
     tokens = canvas.clone()
     conf = torch.full((b, length), float("-inf"), device=logits.device)
     if rb.numel():
-        sub = logits[rb, rl].float() / temp[rb, None]  # [M, V]
+        sub = (logits if compact else logits[rb, rl]).float() / temp[rb, None]  # [M, V]
         if special.banned:
             sub[:, list(special.banned)] = float("-inf")
         # End tokens: allowed after a committed token, or at slot 0 when confident.

@@ -105,6 +105,8 @@ class Engine:
         if self.loaded.tokenizer is None:
             raise ProtocolError(f"{self.loaded.path}: no tokenizer.json; the engine needs one to infill text")
         self.loaded.model.use_kernels(None if self.config.kernels == "auto" else self.config.kernels)
+        if hasattr(self.loaded.model, "fuse_projections"):  # q/k/v and gate/up: one GEMM each
+            self.loaded.model.fuse_projections()
         self.load_seconds = time.perf_counter() - t0
         cfg = self.loaded.config
         self.tokenizer = self.loaded.tokenizer
@@ -299,18 +301,24 @@ class Engine:
         (next power of two) keeps a 128-token block fill from making every
         16-token line fill pay for 128 slots.
         """
-        groups: dict[int, list[ActiveHole]] = {}
+        groups: dict[tuple[int, bool], list[ActiveHole]] = {}
         for a in self.scheduler.active:
-            groups.setdefault(width_class(a.canvas.numel()), []).append(a)
+            groups.setdefault((width_class(a.canvas.numel()), self._delayed(a)), []).append(a)
         finished = []
-        for width in sorted(groups):
-            finished += self._step_group(groups[width])
+        for key in sorted(groups):
+            finished += self._step_group(groups[key], delayed=key[1])
         for a, reason in finished:
             self._finish_hole(a, reason)
             if a.state.done:
                 self._complete(a.state)
 
-    def _step_group(self, active: list[ActiveHole]) -> list[tuple[ActiveHole, str]]:
+    def _delayed(self, a: ActiveHole) -> bool:
+        """Whether this canvas runs with the delayed canvas cache (see DiffusionParams.canvas_cache):
+        asked for, a runner that has it, and no re-masking (which reads every slot's logits)."""
+        return (a.params.canvas_cache == "delayed" and a.params.remask_below == 0
+                and hasattr(self.runner, "canvas_logits_delayed"))
+
+    def _step_group(self, active: list[ActiveHole], delayed: bool = False) -> list[tuple[ActiveHole, str]]:
         t0 = time.perf_counter()
         lengths = torch.tensor([a.canvas.numel() for a in active], device=self.runner.device)
         width = int(lengths.max())
@@ -322,14 +330,22 @@ class Engine:
         masked = (canvases == self.special.mask) & valid
         # The LM head only where a token may be committed, unless re-masking needs every slot.
         rows = None if any(p.remask_below > 0 for p in params) else masked
-        logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows)
+        compact = rows is not None and getattr(self.runner, "compact_logits", False)  # [M, V]: masked slots only
+        canvas_kv = fresh = None
+        if delayed:
+            fresh = valid.clone()
+            for row, a in enumerate(active):
+                if a.frozen is not None:
+                    fresh[row, : a.frozen.numel()] &= ~a.frozen
+            logits, canvas_kv = self.runner.canvas_logits_delayed(
+                [a.context for a in active], canvases, lengths, masked, fresh, [a.canvas_kv for a in active])
+        elif compact:
+            logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows, compact=True)
+        else:
+            logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows)
         healed = [row for row, a in enumerate(active) if a.first_allowed is not None]
         if healed:  # a healed prefix: while slot 0 is masked, its token must extend the backed-up word
-            rows = torch.tensor(healed, device=self.runner.device)
-            allowed = torch.stack([active[row].first_allowed for row in healed])  # [R, V]
-            banned = ~allowed & (canvases[rows, 0] == self.special.mask)[:, None]  # no host sync
-            with torch.inference_mode():  # logits are an inference tensor: edit them in place, no copy
-                logits[rows, 0] = logits[rows, 0].masked_fill(banned, float("-inf"))
+            self._restrict_first_slot(logits, canvases, masked, active, healed, compact or delayed)
         out = denoise_pass(
             logits, canvases, valid, self.special,
             threshold=torch.tensor([p.threshold for p in params], device=self.runner.device),
@@ -351,15 +367,35 @@ class Engine:
             a.passes += 1
             a.committed_per_pass.append(int(committed[row]))
             n = a.canvas.numel()
+            if delayed:  # keep the K/V of slots that went in committed; a slot committed now is kept next pass
+                a.canvas_kv = canvas_kv[:, :, row, :, :n].clone()
+                went_in_committed = fresh[row, :n] & ~masked[row, :n]
+                a.frozen = went_in_committed if a.frozen is None else a.frozen | went_in_committed
             a.canvas = self.runner.edit_canvas(new_canvases[row, :n].clone(), commit[row, :n], a.max_tokens)
             if a.remask_budget > 0:
                 remask(a, self.special, out.token_prob[row], commit[row])
             reason = advance(a, self.special)
+            if a.frozen is not None and a.canvas.numel() != n:  # grown: every slot is recomputed once
+                a.frozen = a.canvas_kv = None
             if reason:
                 finished.append((a, reason))
             elif a.state.on_event is not None:
                 self._emit(a)
         return finished
+
+    def _restrict_first_slot(self, logits, canvases, masked, active, healed: list[int], compact: bool) -> None:
+        """Ban every token that does not extend the backed-up word at slot 0 of the healed
+        rows, while that slot is masked (no host sync: the ban is all-False otherwise)."""
+        sel = torch.tensor(healed, device=self.runner.device)
+        allowed = torch.stack([active[row].first_allowed for row in healed])  # [R, V]
+        banned = ~allowed & (canvases[sel, 0] == self.special.mask)[:, None]
+        with torch.inference_mode():  # logits are an inference tensor: edit them in place, no copy
+            if compact:  # row r's first masked slot sits after the masked slots of rows < r
+                counts = masked.sum(-1)
+                first = (counts.cumsum(0) - counts)[sel].clamp(max=logits.shape[0] - 1)
+                logits[first] = logits[first].masked_fill(banned, float("-inf"))
+            else:
+                logits[sel, 0] = logits[sel, 0].masked_fill(banned, float("-inf"))
 
     @staticmethod
     def _visible(text: str, a: ActiveHole) -> str:

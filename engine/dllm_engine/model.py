@@ -13,7 +13,10 @@ bidirectional and block layouts.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 from . import ops
@@ -21,6 +24,19 @@ from .model_config import ModelConfig
 
 # Past keys/values: one (k, v) per layer, each [B, Hkv, T, D].
 KV = list[tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass
+class SlotWrite:
+    """Past for a pass that recomputes only some canvas slots (the delayed canvas cache):
+    the new rows' K/V go to columns `offset + slot[b, i]` of preallocated buffers that
+    already hold the context and the kept canvas K/V; attention reads columns [0, end)."""
+
+    k_buf: torch.Tensor  # [B, Hkv, T+room, D]
+    v_buf: torch.Tensor
+    offset: int
+    slot: torch.Tensor  # [B, S] long: the canvas slot each new row belongs to
+    end: int
 
 
 class RMSNorm(nn.Module):
@@ -48,17 +64,35 @@ class Attention(nn.Module):
         else:
             self.q_norm = self.k_norm = None
         self.kernels: ops.Force = None
+        self.qkv: tuple[torch.Tensor, torch.Tensor | None] | None = None  # fuse(): one GEMM for q, k, v
+
+    def fuse(self) -> None:
+        """Inference: q, k and v from one matrix multiply (one GEMM of 3 on the small
+        batches of a denoising pass is most of the win). The three weights become views
+        into the fused one, so no memory is added and state_dict is unchanged."""
+        self.qkv = _fuse_linears(self.q_proj, self.k_proj, self.v_proj)
 
     def forward(self, x, cos, sin, mask, past, canvas=None):
         b, s, _ = x.shape
-        q = self.q_proj(x).view(b, s, self.h, self.d)
-        k = self.k_proj(x).view(b, s, self.kv, self.d)
-        v = self.v_proj(x).view(b, s, self.kv, self.d)
+        if self.qkv is not None:
+            qkv = F.linear(x, *self.qkv)
+            q, k, v = qkv.split((self.h * self.d, self.kv * self.d, self.kv * self.d), dim=-1)
+            q, k, v = q.reshape(b, s, self.h, self.d), k.reshape(b, s, self.kv, self.d), v.reshape(b, s, self.kv, self.d)
+        else:
+            q = self.q_proj(x).view(b, s, self.h, self.d)
+            k = self.k_proj(x).view(b, s, self.kv, self.d)
+            v = self.v_proj(x).view(b, s, self.kv, self.d)
         if self.q_norm is not None:
             q, k = self.q_norm(q), self.k_norm(k)
         q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B, H, S, D]
         q, k = ops.rope_qk(q, k, cos, sin, self.kernels)
         new_kv = (k, v)
+        if isinstance(past, SlotWrite):
+            cols = (past.offset + past.slot)[:, None, :, None].expand(b, self.kv, s, self.d)
+            past.k_buf.scatter_(2, cols, k)
+            past.v_buf.scatter_(2, cols, v)
+            out = ops.attention(q, past.k_buf[:, :, :past.end], past.v_buf[:, :, :past.end], mask)
+            return self.o_proj(out.transpose(1, 2).reshape(b, s, self.h * self.d)), new_kv
         if canvas is not None and past is not None and len(past) == 3 and ops.use_fused_canvas(q, self.kernels):
             # Fused canvas attention over the cached context (CUDA): no buffer write, no mask.
             k_buf, v_buf, offset = past
@@ -85,9 +119,32 @@ class MLP(nn.Module):
         self.up_proj = nn.Linear(cfg.hidden_size, cfg.intermediate_size, bias=False)
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
         self.kernels: ops.Force = None
+        self.gate_up: tuple[torch.Tensor, None] | None = None  # fuse(): one GEMM for gate and up
+
+    def fuse(self) -> None:
+        self.gate_up = _fuse_linears(self.gate_proj, self.up_proj)
 
     def forward(self, x):
+        if self.gate_up is not None:
+            return self.down_proj(ops.swiglu(F.linear(x, *self.gate_up), None, self.kernels))
         return self.down_proj(ops.swiglu(self.gate_proj(x), self.up_proj(x), self.kernels))
+
+
+def _fuse_linears(*linears: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """(weight, bias) of the linears stacked by output row; each linear's parameters
+    become views into them (same storage, so later loads or edits stay in sync)."""
+    weight = torch.cat([lin.weight.detach() for lin in linears])
+    bias = None
+    if linears[0].bias is not None:
+        bias = torch.cat([lin.bias.detach() for lin in linears])
+    row = 0
+    for lin in linears:
+        n = lin.weight.shape[0]
+        lin.weight = nn.Parameter(weight[row:row + n], requires_grad=False)
+        if bias is not None:
+            lin.bias = nn.Parameter(bias[row:row + n], requires_grad=False)
+        row += n
+    return weight, bias
 
 
 class Block(nn.Module):
@@ -124,6 +181,12 @@ class DiffusionTransformer(nn.Module):
         inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float64) / cfg.head_dim))
         self.register_buffer("inv_freq", inv_freq.float(), persistent=False)
 
+    def fuse_projections(self) -> None:
+        """For inference only: q/k/v and gate/up each as one matrix multiply per layer."""
+        for layer in self.model.layers:
+            layer.self_attn.fuse()
+            layer.mlp.fuse()
+
     def use_kernels(self, force: ops.Force) -> None:
         """None: Triton on CUDA, torch elsewhere; "triton" / "torch": forced (tests, benchmarks)."""
         for module in self.modules():
@@ -146,12 +209,14 @@ class DiffusionTransformer(nn.Module):
         logits_slice: slice | None = None,
         logits_rows: torch.Tensor | None = None,
         canvas: ops.CanvasSpec | None = None,
+        compact: bool = False,
     ) -> tuple[torch.Tensor, KV | None]:
         """Logits [B, S', V] for the rows in `logits_slice` (all by default), plus the new tokens' K/V.
 
-        `past` is a list of (k, v) per layer, or of (k_buf, v_buf, offset) for a
-        preallocated buffer the new rows are written into. `logits_rows` (bool
-        [B, S]) computes the LM head only where needed; other rows are zero.
+        `past` is a list of (k, v) per layer, of (k_buf, v_buf, offset) for a
+        preallocated buffer the new rows are written into, or of SlotWrite. `logits_rows`
+        (bool [B, S]) computes the LM head only where needed; other rows are zero, or,
+        with `compact`, only those rows come back, [M, V] in row-major order.
         """
         x = self.model.embed_tokens(ids)
         cos, sin = self.rope(positions)
@@ -163,6 +228,8 @@ class DiffusionTransformer(nn.Module):
                 new_kv.append(kv)
         if logits_slice is not None:
             x = x[:, logits_slice]
+        if logits_rows is not None and compact:
+            return self.lm_head(self.model.norm(x[logits_rows])), (new_kv if return_kv else None)
         if logits_rows is not None:
             out = x.new_zeros(*x.shape[:2], self.config.vocab_size)
             out[logits_rows] = self.lm_head(self.model.norm(x[logits_rows]))

@@ -33,9 +33,12 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float, force: Force = N
     return (xf * weight.float()).to(x.dtype)
 
 
-def swiglu(gate: torch.Tensor, up: torch.Tensor, force: Force = None) -> torch.Tensor:
+def swiglu(gate: torch.Tensor, up: torch.Tensor | None, force: Force = None) -> torch.Tensor:
+    """silu(gate) * up; with up=None, `gate` is the fused [..., 2I] projection [gate | up]."""
     if kernels.use_triton(gate, force):
         return kernels.swiglu(gate, up, force="triton")
+    if up is None:
+        gate, up = gate.chunk(2, dim=-1)
     return F.silu(gate) * up
 
 

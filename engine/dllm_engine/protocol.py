@@ -17,10 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 Confidence = Literal["max_prob", "margin", "neg_entropy"]
+CanvasCache = Literal["exact", "delayed"]
 Priority = Literal["interactive", "batch"]
 FinishReason = Literal["end", "max_tokens", "cancelled", "deadline", "error"]
 
 CONFIDENCE_KINDS: tuple[str, ...] = ("max_prob", "margin", "neg_entropy")
+CANVAS_CACHES: tuple[str, ...] = ("exact", "delayed")
 PRIORITIES: tuple[str, ...] = ("interactive", "batch")
 
 
@@ -51,6 +53,11 @@ class DiffusionParams:
     # Hard cap on denoising passes per hole (None: canvas length, the worst case).
     max_passes: int | None = None
     seed: int = 0
+    # "exact": every pass recomputes every canvas slot. "delayed": a committed slot's
+    # keys/values are kept from the pass after its commit (dKV-Cache's delayed rule) and
+    # only the other slots are recomputed; fewer FLOPs per pass, approximate (the kept
+    # K/V no longer see later commits). Native models only; others run exact.
+    canvas_cache: CanvasCache = "exact"
 
     def validate(self) -> None:
         if not (0.0 < self.threshold <= 2.0):
@@ -67,6 +74,8 @@ class DiffusionParams:
             raise ProtocolError(f"max_passes must be in [1, 4096], got {self.max_passes!r}")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise ProtocolError(f"seed must be a non-negative integer, got {self.seed!r}")
+        if self.canvas_cache not in CANVAS_CACHES:
+            raise ProtocolError(f"canvas_cache must be one of {CANVAS_CACHES}, got {self.canvas_cache!r}")
 
 
 @dataclass(frozen=True)

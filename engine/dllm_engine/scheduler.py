@@ -68,6 +68,10 @@ class ActiveHole:
     typed: str = ""  # trailing whitespace of the prefix moved into the hole (healing.py)
     healed: str = ""  # the prefix's last word token, moved into the hole: the fill starts with it
     first_allowed: torch.Tensor | None = None  # bool [V]: tokens slot 0 may take while `healed` is set
+    # The delayed canvas cache (params.canvas_cache == "delayed"): slots whose K/V are kept
+    # from an earlier pass, and those K/V [layers, 2, Hkv, L, D]. None: recompute every slot.
+    frozen: torch.Tensor | None = None
+    canvas_kv: torch.Tensor | None = None
 
     @property
     def params(self):

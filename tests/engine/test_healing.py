@@ -65,9 +65,11 @@ def test_token_healer_backs_up_a_partial_word(engine):
         assert engine.healer.back_up(ids, tok.decode) == (ids, "", None)
 
 
-def test_healed_first_token_extends_the_typed_word_even_against_the_model(engine, monkeypatch):
+@pytest.mark.parametrize("compact", [True, False], ids=["masked-rows-logits", "full-logits"])
+def test_healed_first_token_extends_the_typed_word_even_against_the_model(engine, monkeypatch, compact):
     """Scripted logits put a token that does not extend the word first at slot 0;
-    the engine must still commit one that does, and hand back only the new text."""
+    the engine must still commit one that does, and hand back only the new text
+    (with the runner's compact masked-rows logits and with full [B, L, V] logits)."""
     tok = engine.tokenizer
     word = tok.decode(tok.encode("for i in ran")[-1:])
     extension = next(t for t in engine.healer.texts if t.startswith(word) and len(t) > len(word))
@@ -75,14 +77,15 @@ def test_healed_first_token_extends_the_typed_word_even_against_the_model(engine
     assert tok.decode([right]) == extension and not tok.decode([wrong]).startswith(word)
     real = engine.runner.canvas_logits
 
-    def scripted(contexts, canvases, lengths, rows=None):
+    def scripted(contexts, canvases, lengths, rows=None, compact=False):
         logits = real(contexts, canvases, lengths, rows).clone()
         logits[:] = 0.0
         logits[:, :, engine.special.end[0]] = 5.0  # every other slot: end the fill
         logits[:, 0, wrong] = 30.0
         logits[:, 0, right] = 20.0
-        return logits
+        return logits[rows] if compact else logits
 
     monkeypatch.setattr(engine.runner, "canvas_logits", scripted)
+    monkeypatch.setattr(engine.runner, "compact_logits", compact)
     result = engine.infill(InfillRequest(holes=[Hole(prefix="for i in ran", suffix=":\n", max_tokens=8)]))
     assert result.holes[0].text == extension[len(word):], result.holes[0]

@@ -16,7 +16,7 @@ def scripted(engine, target, p_target=0.95, p_pad_inside=0.0):
     pad = engine.special.end[0]
     vocab = engine.loaded.config.vocab_size
 
-    def canvas_logits(contexts, canvases, lens, rows=None):
+    def canvas_logits(contexts, canvases, lens, rows=None, compact=False):
         b, length = canvases.shape
         probs = torch.full((b, length, vocab), 1e-6)
         for j in range(length):
@@ -25,7 +25,8 @@ def scripted(engine, target, p_target=0.95, p_pad_inside=0.0):
                 probs[:, j, pad] = p_pad_inside
             else:
                 probs[:, j, pad] = 0.99
-        return probs.log()
+        logits = probs.log()
+        return logits[rows] if compact else logits  # compact: the masked slots' rows only
 
     engine.runner.canvas_logits = canvas_logits
 

@@ -30,7 +30,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from dllm_engine.clients import EngineClient, InProcessClient
-from dllm_engine.protocol import Hole, InfillRequest
+from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
 
 from dllm_lsp.refactor.builtin_recipes import builtin_recipe
 from dllm_lsp.refactor.planner import collect_files
@@ -72,8 +72,9 @@ async def main(args) -> dict:
     files, _ = collect_files([str(work)], recipe)
     client = InProcessClient(model=args.model, threads=args.threads, max_batch=args.max_batch)
     await client.infill(InfillRequest(holes=[Hole("def f():\n    ", "\n", 8)]))  # load + warm up
-    batched = RunOptions(apply=False, files_in_flight=len(files), jobs=1)
-    single = RunOptions(apply=False, files_in_flight=1, max_holes_per_request=1, jobs=1)
+    params = DiffusionParams(canvas_cache=args.canvas_cache)
+    batched = RunOptions(apply=False, files_in_flight=len(files), jobs=1, params=params)
+    single = RunOptions(apply=False, files_in_flight=1, max_holes_per_request=1, jobs=1, params=params)
     times: dict[str, list[float]] = {"batched": [], "one_at_a_time": []}
     # Where the engine's time goes per mode (from its metrics): denoising passes vs
     # the context tokens it encoded, summed over the repeats.
@@ -138,6 +139,7 @@ if __name__ == "__main__":
     p.add_argument("--model", default=None)
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads for the engine (both modes)")
     p.add_argument("--max-batch", type=int, default=32, help="the engine's canvases per pass (both modes)")
+    p.add_argument("--canvas-cache", choices=("exact", "delayed"), default="exact", help="both modes")
     p.add_argument("--write", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = p.parse_args()
     result = asyncio.run(main(args))

@@ -46,6 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=0.9)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--canvas-cache", choices=("exact", "delayed"), default="exact",
+                   help="delayed: keep committed slots' keys/values instead of recomputing them every pass "
+                        "(fewer FLOPs per pass, approximate; see dllm_lsp/refactor/README.md)")
     p.add_argument("--batch-holes", type=int, default=64, help="holes per engine request (1..64)")
     p.add_argument("--files-in-flight", type=int, default=32,
                    help="files in the engine at once (enough to fill the engine's batch of canvases)")
@@ -94,7 +97,8 @@ def run(args: argparse.Namespace) -> int:
         if args.max_tokens is not None:
             recipe = dataclasses.replace(recipe, max_tokens=args.max_tokens,
                                          rules=tuple(dataclasses.replace(r, max_tokens=None) for r in recipe.rules))
-        params = DiffusionParams(threshold=args.threshold, temperature=args.temperature, seed=args.seed)
+        params = DiffusionParams(threshold=args.threshold, temperature=args.temperature, seed=args.seed,
+                                 canvas_cache=args.canvas_cache)
         params.validate()
         if not 1 <= args.batch_holes <= 64:
             raise ValueError("--batch-holes must be in [1, 64]")

@@ -31,20 +31,22 @@ class Arm:
     threshold: float = 0.9
     empty: bool = False
     line: bool = False  # stop at the first newline, as the server's single-line completions do
+    canvas_cache: str = "exact"  # DiffusionParams.canvas_cache
 
 
 LINE_BENCHMARKS = ("single-line", "heldout-line")
 
 
-def default_arms(threshold: float = 0.9) -> list[Arm]:
+def default_arms(threshold: float = 0.9, canvas_cache: str = "exact") -> list[Arm]:
+    tag = "" if canvas_cache == "exact" else f", {canvas_cache} canvas cache"
     return [
         Arm("empty fill (floor)", empty=True),
-        Arm(f"variable length, threshold {threshold}", False, threshold),
-        Arm("variable length, 1 token/pass", False, 1.0),
-        Arm(f"oracle length, threshold {threshold}", True, threshold),
-        Arm("oracle length, 1 token/pass", True, 1.0),
-        Arm(f"line mode, threshold {threshold}", False, threshold, line=True),
-        Arm("line mode, 1 token/pass", False, 1.0, line=True),
+        Arm(f"variable length, threshold {threshold}{tag}", False, threshold, canvas_cache=canvas_cache),
+        Arm(f"variable length, 1 token/pass{tag}", False, 1.0, canvas_cache=canvas_cache),
+        Arm(f"oracle length, threshold {threshold}{tag}", True, threshold, canvas_cache=canvas_cache),
+        Arm(f"oracle length, 1 token/pass{tag}", True, 1.0, canvas_cache=canvas_cache),
+        Arm(f"line mode, threshold {threshold}{tag}", False, threshold, line=True, canvas_cache=canvas_cache),
+        Arm(f"line mode, 1 token/pass{tag}", False, 1.0, line=True, canvas_cache=canvas_cache),
     ]
 
 
@@ -99,7 +101,8 @@ async def fill_one(client, task: Task, arm: Arm, trim: ContextTrimmer, max_token
         hole = Hole(prefix=prefix, suffix=suffix, max_tokens=n, bucket=n)
     else:
         hole = Hole(prefix=prefix, suffix=suffix, max_tokens=max_tokens, stop=("\n",) if arm.line else ())
-    request = InfillRequest(holes=[hole], params=DiffusionParams(threshold=arm.threshold), priority="batch")
+    request = InfillRequest(holes=[hole], params=DiffusionParams(threshold=arm.threshold, canvas_cache=arm.canvas_cache),
+                            priority="batch")
     t0 = time.perf_counter()
     result = await client.infill(request)
     latency = (time.perf_counter() - t0) * 1000

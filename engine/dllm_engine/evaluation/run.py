@@ -75,8 +75,8 @@ def collect_tasks(args) -> list:
     return tasks
 
 
-def pick_arms(spec: str, threshold: float) -> list[Arm]:
-    arms = default_arms(threshold)
+def pick_arms(spec: str, threshold: float, canvas_cache: str = "exact") -> list[Arm]:
+    arms = default_arms(threshold, canvas_cache)
     if spec == "all":
         return arms
     try:
@@ -90,7 +90,7 @@ def main(args) -> int:
 
     torch.set_num_threads(args.threads)
     tasks = collect_tasks(args)
-    arms = pick_arms(args.arms, args.threshold)
+    arms = pick_arms(args.arms, args.threshold, args.canvas_cache)
     tok = load_tokenizer(args.model if args.endpoint is None else None)
     trim = ContextTrimmer(tok, context_budget(args.model if args.endpoint is None else None, args.context_tokens))
     client = make_client(args)
@@ -110,7 +110,7 @@ def main(args) -> int:
     rows = summarize(outcomes)
     table = markdown(rows)
     report = {"model": args.model or "default", "endpoint": args.endpoint, "context_tokens": trim.budget,
-              "threshold": args.threshold, "limit": args.limit, "stride": args.stride,
+              "threshold": args.threshold, "canvas_cache": args.canvas_cache, "limit": args.limit, "stride": args.stride,
               "seconds": round(time.time() - started, 1), "summary": rows, "outcomes": outcome_dicts(outcomes)}
     if args.out_json:
         Path(args.out_json).parent.mkdir(parents=True, exist_ok=True)

@@ -9,9 +9,12 @@ model, in one run; modes alternate per repeat and the medians are compared.
 - one at a time: one hole per request and one request in flight (a client wrapper
   serialises requests), everything else identical.
 
-Diff mode only (nothing is written).
+`--canvas-cache exact,delayed` runs both canvas caches (DiffusionParams.canvas_cache)
+in the same run, alternating, and counts how many batched fills the delayed cache
+left identical. Diff mode only (nothing is written).
 
-    .venv/bin/python benchmarks/bench_refactor.py [--copies 6] [--max-tokens 16] [--repeats 3] [--write]
+    .venv/bin/python benchmarks/bench_refactor.py [--copies 6] [--max-tokens 16] [--repeats 3]
+        [--canvas-cache exact,delayed] [--threads N] [--max-batch 32] [--write]
 """
 
 from __future__ import annotations
@@ -54,13 +57,14 @@ class OneAtATime(EngineClient):
         return await self.inner.health()
 
 
-async def _measure(files, recipe, client, options) -> tuple[float, int, int]:
+async def _measure(files, recipe, client, options) -> tuple[float, int, int, list[str]]:
     t0 = time.perf_counter()
     results = await refactor_files(files, recipe, client, options)
     elapsed = time.perf_counter() - t0
     holes = sum(len(r.outcomes) for r in results)
     applied = sum(o.applied for r in results for o in r.outcomes)
-    return elapsed, holes, applied
+    fills = [o.fill.text if o.fill else "" for r in sorted(results, key=lambda r: r.path) for o in r.outcomes]
+    return elapsed, holes, applied, fills
 
 
 async def main(args) -> dict:
@@ -72,61 +76,73 @@ async def main(args) -> dict:
     files, _ = collect_files([str(work)], recipe)
     client = InProcessClient(model=args.model, threads=args.threads, max_batch=args.max_batch)
     await client.infill(InfillRequest(holes=[Hole("def f():\n    ", "\n", 8)]))  # load + warm up
-    params = DiffusionParams(canvas_cache=args.canvas_cache)
-    batched = RunOptions(apply=False, files_in_flight=len(files), jobs=1, params=params)
-    single = RunOptions(apply=False, files_in_flight=1, max_holes_per_request=1, jobs=1, params=params)
-    times: dict[str, list[float]] = {"batched": [], "one_at_a_time": []}
-    # Where the engine's time goes per mode (from its metrics): denoising passes vs
-    # the context tokens it encoded, summed over the repeats.
-    split = {k: {"passes": 0, "pass_s": 0.0, "context_tokens": 0} for k in times}
+    caches = args.canvas_cache.split(",")
+    configs = {}  # (cache, mode) -> (client wrapper, options)
+    for cache in caches:
+        params = DiffusionParams(canvas_cache=cache)
+        configs[cache, "batched"] = (client, RunOptions(apply=False, files_in_flight=len(files), jobs=1, params=params))
+        configs[cache, "one_at_a_time"] = (OneAtATime(client), RunOptions(
+            apply=False, files_in_flight=1, max_holes_per_request=1, jobs=1, params=params))
+    await refactor_files(files, recipe, client, configs[caches[0], "batched"][1])  # untimed: parsers, caches
+    times: dict[tuple, list[float]] = {k: [] for k in configs}
+    # Where the engine's time goes per configuration (from its metrics): denoising passes
+    # vs the context tokens it encoded, summed over the repeats.
+    split = {k: {"passes": 0, "pass_s": 0.0, "context_tokens": 0} for k in configs}
+    fills: dict[tuple, list[str]] = {}
     holes = 0
     health = await client.health()
-    for rep in range(args.repeats):
-        for name, c, opts in (("batched", client, batched), ("one_at_a_time", OneAtATime(client), single)):
+    for rep in range(args.repeats):  # configurations alternate within each repeat
+        for key, (c, opts) in configs.items():
             before = await client.health()
-            elapsed, holes, applied = await _measure(files, recipe, c, opts)
+            elapsed, holes, applied, texts = await _measure(files, recipe, c, opts)
             after = await client.health()
-            passes = after["passes"] - before["passes"]
-            split[name]["passes"] += passes
-            split[name]["pass_s"] += (after["mean_pass_ms"] * after["passes"] - before["mean_pass_ms"] * before["passes"]) / 1000
-            split[name]["context_tokens"] += after["context_tokens_encoded"] - before["context_tokens_encoded"]
-            times[name].append(elapsed)
-            print(f"repeat {rep}: {name:14s} {holes} holes in {elapsed:6.2f}s = {holes / elapsed:6.2f} holes/s "
-                  f"({applied} applied)", file=sys.stderr)
+            split[key]["passes"] += after["passes"] - before["passes"]
+            split[key]["pass_s"] += (after["mean_pass_ms"] * after["passes"]
+                                     - before["mean_pass_ms"] * before["passes"]) / 1000
+            split[key]["context_tokens"] += after["context_tokens_encoded"] - before["context_tokens_encoded"]
+            times[key].append(elapsed)
+            fills[key] = texts
+            print(f"repeat {rep}: {key[0]:7s} {key[1]:14s} {holes} holes in {elapsed:6.2f}s = "
+                  f"{holes / elapsed:6.2f} holes/s ({applied} applied)", file=sys.stderr)
     await client.close()
     shutil.rmtree(work)
     med = {k: statistics.median(v) for k, v in times.items()}
-    return {"files": len(files), "holes": holes, "median_s": med, "split": split,
-            "dtype": health.get("dtype"), "threads": args.threads or "torch default",
-            "holes_per_s": {k: holes / v for k, v in med.items()},
-            "ratio": med["one_at_a_time"] / med["batched"]}
+    same = {cache: sum(a == b for a, b in zip(fills[cache, "batched"], fills[caches[0], "batched"]))
+            for cache in caches}
+    return {"files": len(files), "holes": holes, "median_s": med, "split": split, "caches": caches,
+            "same_as_first": same,
+            "dtype": health.get("dtype"), "device": health.get("device"), "threads": args.threads or "torch default",
+            "ratio": {cache: med[cache, "one_at_a_time"] / med[cache, "batched"] for cache in caches}}
 
 
 def _section(args, r) -> str:
     load = os.getloadavg()
     cpus = len(os.sched_getaffinity(0))
-    hps = r["holes_per_s"]
+    rows = "".join(
+        f"| {cache} | {mode.replace('_', ' ')} | {r['median_s'][cache, mode]:.2f} | "
+        f"{r['holes'] / r['median_s'][cache, mode]:.2f} | {r['split'][cache, mode]['passes']} | "
+        f"{r['split'][cache, mode]['pass_s']:.2f} |\n"
+        for cache in r["caches"] for mode in ("one_at_a_time", "batched"))
+    ratios = "; ".join(f"{cache} **{r['ratio'][cache]:.2f}x**" for cache in r["caches"])
+    agree = ", ".join(f"{cache} {r['same_as_first'][cache]}/{r['holes']}" for cache in r["caches"][1:])
     return (
         "\n## refactor: holes/s batched vs one hole at a time\n\n"
         f"- Command: `OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '')} .venv/bin/python "
         f"benchmarks/bench_refactor.py --copies {args.copies} --max-tokens {args.max_tokens} "
-        f"--repeats {args.repeats} --recipe {args.recipe}"
-        f"{f' --threads {args.threads}' if args.threads else ''} --write`\n"
+        f"--repeats {args.repeats} --recipe {args.recipe} --max-batch {args.max_batch} "
+        f"--canvas-cache {args.canvas_cache}{f' --threads {args.threads}' if args.threads else ''} --write`\n"
         f"- Machine: {platform.processor() or platform.machine()}, {cpus} CPU(s) available, load average "
-        f"{load[0]:.1f} at the end (shared box), Python {platform.python_version()}, default model, CPU "
-        f"{r['dtype']}, torch threads: {r['threads']}\n"
+        f"{load[0]:.1f} at the end (shared box), Python {platform.python_version()}, default model on "
+        f"{r['device']} in {r['dtype']}, torch threads: {r['threads']}\n"
         f"- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC\n"
         f"- Workload: {r['files']} files ({args.copies} copies of tests/refactor/fixtures/repo), "
-        f"{r['holes']} holes, recipe {args.recipe}, max_tokens {args.max_tokens}, threshold 0.9\n\n"
-        "| mode | median s | holes/s |\n|---|---:|---:|\n"
-        f"| one hole at a time (baseline) | {r['median_s']['one_at_a_time']:.2f} | {hps['one_at_a_time']:.2f} |\n"
-        f"| batched (<= 64 holes/request, all files in flight) | {r['median_s']['batched']:.2f} | "
-        f"{hps['batched']:.2f} |\n\n"
-        f"Ratio batched / one at a time: **{r['ratio']:.2f}x** (target >= 4x).\n\n"
-        "Engine time per mode over all repeats (from its metrics):\n\n"
-        "| mode | passes | seconds in passes | context tokens encoded |\n|---|---:|---:|---:|\n"
-        + "".join(f"| {name.replace('_', ' ')} | {v['passes']} | {v['pass_s']:.2f} | {v['context_tokens']} |\n"
-                  for name, v in r["split"].items())
+        f"{r['holes']} holes, recipe {args.recipe}, max_tokens {args.max_tokens}, threshold 0.9, "
+        f"engine max_batch {args.max_batch}; configurations alternate within each repeat, medians of "
+        f"{args.repeats}\n\n"
+        "| canvas cache | mode | median s | holes/s | passes (all repeats) | s in passes |\n"
+        "|---|---|---:|---:|---:|---:|\n" + rows +
+        f"\nRatio batched / one at a time: {ratios} (target >= 4x)."
+        + (f" Batched fills identical to {r['caches'][0]}'s: {agree}." if agree else "") + "\n"
     )
 
 
@@ -139,7 +155,8 @@ if __name__ == "__main__":
     p.add_argument("--model", default=None)
     p.add_argument("--threads", type=int, default=None, help="torch CPU threads for the engine (both modes)")
     p.add_argument("--max-batch", type=int, default=32, help="the engine's canvases per pass (both modes)")
-    p.add_argument("--canvas-cache", choices=("exact", "delayed"), default="exact", help="both modes")
+    p.add_argument("--canvas-cache", default="exact",
+                   help="exact, delayed, or both as 'exact,delayed' (alternated in one run; both modes each)")
     p.add_argument("--write", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = p.parse_args()
     result = asyncio.run(main(args))

@@ -5,6 +5,7 @@
 #   2. benchmarks/bench_kernels.py: torch eager vs Triton per op  ~1 min
 #   3. benchmarks/bench_engine_7b.py: 7B-class pass at batch 1, 16 ~2-3 min
 #   4. benchmarks/gpu_check_checkpoints.py: a DiffuCoder-shaped model through the engine ~1 min
+#   5. benchmarks/bench_refactor.py: batch refactor holes/s, batched vs one at a time  ~1 min
 # (The default model's GPU training run is separate: benchmarks/gpu_train.sh, its own device call.)
 # Needs python with torch (CUDA), triton and pytest: set PYTHON=/path/to/python if not `python3`.
 # Usage: bash benchmarks/gpu_check.sh            (from anywhere; exits non-zero if any step fails)
@@ -53,6 +54,10 @@ timeout 240 "$PY" benchmarks/bench_engine_7b.py --device cuda --profile --result
   echo
 } >> "$RESULTS"
 timeout 120 "$PY" benchmarks/gpu_check_checkpoints.py --repeats 2 >> "$RESULTS" 2>"$LOG/ckpt.err" || failed+=("gpu_check_checkpoints (rc $?)")
+
+# -- 5. batch refactoring on the GPU: holes/s batched vs one at a time (default model) --
+timeout 120 "$PY" benchmarks/bench_refactor.py --copies 6 --max-tokens 16 --repeats 3 --max-batch 64 --write \
+  || failed+=("bench_refactor (rc $?)")
 
 if [ ${#failed[@]} -gt 0 ]; then
   printf '\n- gpu_check failures: %s\n' "${failed[*]}" >> "$RESULTS"

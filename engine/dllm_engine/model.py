@@ -67,9 +67,10 @@ class Attention(nn.Module):
         self.qkv: tuple[torch.Tensor, torch.Tensor | None] | None = None  # fuse(): one GEMM for q, k, v
 
     def fuse(self) -> None:
-        """Inference: q, k and v from one matrix multiply (one GEMM of 3 on the small
-        batches of a denoising pass is most of the win). The three weights become views
-        into the fused one, so no memory is added and state_dict is unchanged."""
+        """Inference only: q, k and v from one matrix multiply instead of three (a
+        denoising pass at batch 1 on a GPU is bound by launches, not FLOPs). The three
+        weights become frozen views into the fused one: no memory is added and
+        state_dict is unchanged, but the model can no longer be trained."""
         self.qkv = _fuse_linears(self.q_proj, self.k_proj, self.v_proj)
 
     def forward(self, x, cos, sin, mask, past, canvas=None):

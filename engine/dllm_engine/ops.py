@@ -60,8 +60,15 @@ def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """q [B, H, S, D], k/v [B, Hkv, T, D], mask bool [B|1, 1, S|1, T] (True = may attend)."""
-    gqa = q.shape[1] != k.shape[1]
-    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=gqa)
+    b, h, s, d = q.shape
+    hkv = k.shape[1]
+    if h != hkv and (mask is None or mask.shape[-2] == 1):
+        # A mask shared by every query (a canvas pass): fold each KV head's query group into
+        # the query axis, so SDPA runs plain multi-head attention over Hkv heads without
+        # expanding k/v to H heads (~15% of a canvas pass's attention on a CPU).
+        out = F.scaled_dot_product_attention(q.reshape(b, hkv, (h // hkv) * s, d), k, v, attn_mask=mask)
+        return out.view(b, h, s, d)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=h != hkv)
 
 
 def canvas_attention(q, k_ctx, v_ctx, k_canvas, v_canvas, spec: CanvasSpec, force: Force = None):

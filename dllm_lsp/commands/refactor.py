@@ -46,9 +46,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=0.9)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--canvas-cache", choices=("exact", "delayed"), default="exact",
-                   help="delayed: keep committed slots' keys/values instead of recomputing them every pass "
-                        "(fewer FLOPs per pass, approximate; see dllm_lsp/refactor/README.md)")
+    p.add_argument("--canvas-cache", choices=("exact", "delayed"), default="delayed",
+                   help="delayed (default): keep committed slots' keys/values instead of recomputing them "
+                        "every pass (fewer FLOPs per pass, approximate); exact: recompute every slot "
+                        "(see dllm_lsp/refactor/README.md)")
     p.add_argument("--batch-holes", type=int, default=64, help="holes per engine request (1..64)")
     p.add_argument("--files-in-flight", type=int, default=32,
                    help="files in the engine at once (enough to fill the engine's batch of canvases)")

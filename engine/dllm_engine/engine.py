@@ -375,8 +375,11 @@ class Engine:
             if a.remask_budget > 0:
                 remask(a, self.special, out.token_prob[row], commit[row])
             reason = advance(a, self.special)
-            if a.frozen is not None and a.canvas.numel() != n:  # grown: every slot is recomputed once
-                a.frozen = a.canvas_kv = None
+            if a.frozen is not None:
+                if a.canvas.numel() != n:  # grown: every slot is recomputed once
+                    a.frozen = a.canvas_kv = None
+                else:  # a slot advance() rewrote (padding after an end or a stop) is recomputed
+                    a.frozen &= a.canvas == new_canvases[row, :n]
             if reason:
                 finished.append((a, reason))
             elif a.state.on_event is not None:

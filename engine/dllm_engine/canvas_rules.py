@@ -43,6 +43,18 @@ def advance(a: ActiveHole, special: SpecialIds) -> str | None:
     return None
 
 
+def forget_rewritten(a: ActiveHole, before: torch.Tensor) -> None:
+    """The delayed canvas cache after advance(): a slot whose token advance() rewrote
+    (padding after an end or a stop) no longer matches its kept K/V, so it is recomputed;
+    a canvas that grew or shrank is recomputed whole. `before`: the canvas advance() got."""
+    if a.frozen is None:
+        return
+    if a.canvas.numel() != before.numel():
+        a.frozen = a.canvas_kv = None
+    else:
+        a.frozen = a.frozen & (a.canvas == before)
+
+
 def remask(a: ActiveHole, special: SpecialIds, token_prob: torch.Tensor, just_committed: torch.Tensor) -> None:
     """Re-mask earlier commits the model now doubts (never this pass's, never past the end)."""
     n = a.canvas.numel()

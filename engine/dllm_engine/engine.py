@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .canvas_rules import advance, fill_tokens, remask, stop_token_mask
+from .canvas_rules import advance, fill_tokens, forget_rewritten, remask, stop_token_mask
 from .checkpoint import LoadedModel, load
 from .denoise import SpecialIds, denoise_pass
 from .cpu_features import native_bf16
@@ -375,11 +375,7 @@ class Engine:
             if a.remask_budget > 0:
                 remask(a, self.special, out.token_prob[row], commit[row])
             reason = advance(a, self.special)
-            if a.frozen is not None:
-                if a.canvas.numel() != n:  # grown: every slot is recomputed once
-                    a.frozen = a.canvas_kv = None
-                else:  # a slot advance() rewrote (padding after an end or a stop) is recomputed
-                    a.frozen &= a.canvas == new_canvases[row, :n]
+            forget_rewritten(a, new_canvases[row, :n])
             if reason:
                 finished.append((a, reason))
             elif a.state.on_event is not None:

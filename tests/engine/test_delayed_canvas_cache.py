@@ -113,3 +113,32 @@ def test_canvas_cache_is_validated():
         InfillRequest.from_dict({"holes": [{"prefix": "x"}], "params": {"canvas_cache": "sometimes"}})
     assert InfillRequest.from_dict({"holes": [{"prefix": "x"}],
                                     "params": {"canvas_cache": "delayed"}}).params.canvas_cache == "delayed"
+
+
+def test_slots_rewritten_after_an_end_are_recomputed():
+    """advance() pads everything after a committed end token; a kept slot among them must be
+    recomputed (its K/V belong to the old token), and a grown canvas is recomputed whole."""
+    from dllm_engine.canvas_rules import advance, forget_rewritten
+    from dllm_engine.denoise import SpecialIds
+    from dllm_engine.scheduler import ActiveHole
+
+    special = SpecialIds(mask=1, end=(0,), banned=(1,))
+    state = type("S", (), {"request": InfillRequest(holes=[Hole("x")])})()
+    # slots: 7 <mask> <pad> <mask> 9 <mask>; slot 4 (token 9) is kept from an earlier pass
+    canvas = torch.tensor([7, 1, 0, 1, 9, 1])
+    a = ActiveHole(state=state, index=0, context=None, canvas=canvas.clone(), max_tokens=16, generator=None)
+    a.frozen = torch.tensor([True, False, False, False, True, False])
+    a.canvas_kv = torch.zeros(1, 2, 1, 6, 4)
+    before = a.canvas.clone()
+    assert advance(a, special) is None  # slot 1 is still masked: the fill goes on
+    forget_rewritten(a, before)
+    assert a.canvas.tolist() == [7, 1, 0, 0, 0, 0]  # padding after the end
+    assert a.frozen.tolist() == [True, False, False, False, False, False]  # slot 4 is recomputed
+
+    grown = ActiveHole(state=state, index=0, context=None, canvas=torch.tensor([7, 8]), max_tokens=4,
+                       generator=None)
+    grown.frozen, grown.canvas_kv = torch.tensor([True, True]), torch.zeros(1, 2, 1, 2, 4)
+    before = grown.canvas.clone()
+    assert advance(grown, special) is None and grown.canvas.numel() == 4
+    forget_rewritten(grown, before)
+    assert grown.frozen is None and grown.canvas_kv is None

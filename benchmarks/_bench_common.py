@@ -34,7 +34,20 @@ def machine(device: str) -> str:
     if device == "cuda":
         props = torch.cuda.get_device_properties(0)
         return f"{props.name} ({props.total_memory / 2**30:.0f} GiB), torch {torch.__version__}"
-    return f"{platform.processor() or platform.machine()} CPU, torch {torch.__version__}, {torch.get_num_threads()} threads"
+    return f"{cpu_name()} CPU, torch {torch.__version__}, {torch.get_num_threads()} threads"
+
+
+def cpu_name() -> str:
+    """The CPU's model name and vector extensions that matter for torch (platform.processor() is often empty)."""
+    try:
+        info = open("/proc/cpuinfo", encoding="utf-8").read()
+    except OSError:
+        return platform.processor() or platform.machine()
+    name = next((line.split(":", 1)[1].strip() for line in info.splitlines() if line.startswith("model name")),
+                platform.machine())
+    flags = next((line.split(":", 1)[1].split() for line in info.splitlines() if line.startswith("flags")), [])
+    simd = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    return f"{name} ({', '.join(simd) or 'no AVX2'})"
 
 
 def section(title: str, device: str, lines: list[str]) -> str:

@@ -32,6 +32,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from _bench_common import cpu_name
 from dllm_engine.clients import EngineClient, InProcessClient
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
 
@@ -131,7 +132,7 @@ def _section(args, r) -> str:
         f"benchmarks/bench_refactor.py --copies {args.copies} --max-tokens {args.max_tokens} "
         f"--repeats {args.repeats} --recipe {args.recipe} --max-batch {args.max_batch} "
         f"--canvas-cache {args.canvas_cache}{f' --threads {args.threads}' if args.threads else ''} --write`\n"
-        f"- Machine: {platform.processor() or platform.machine()}, {cpus} CPU(s) available, load average "
+        f"- Machine: {cpu_name()}, {cpus} CPU(s) available, load average "
         f"{load[0]:.1f} at the end (shared box), Python {platform.python_version()}, default model on "
         f"{r['device']} in {r['dtype']}, torch threads: {r['threads']}\n"
         f"- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC\n"

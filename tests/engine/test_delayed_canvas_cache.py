@@ -57,7 +57,12 @@ def test_delayed_pass_reads_the_kept_kv(tiny_model):
         _, kv = runner.canvas_logits_delayed(contexts, canvases, lens, masked, valid.clone(), [None] * 3)
         kept = [kv[:, :, row, :, : int(lens[row])].clone() for row in range(3)]
         exact, _ = runner.canvas_logits_delayed(contexts, canvases, lens, masked, masked.clone(), kept)
+        # The same batch buffer still holds the kept K/V and is not re-read...
         kept[0] = kept[0] + 1.0
+        same, _ = runner.canvas_logits_delayed(contexts, canvases, lens, masked, masked.clone(), kept)
+        torch.testing.assert_close(same, exact)
+        # ...a new one (a hole joined or left) takes them from `kept`.
+        runner.forget_batch()
         moved, _ = runner.canvas_logits_delayed(contexts, canvases, lens, masked, masked.clone(), kept)
     rows0 = int(masked[0].sum())
     assert not torch.allclose(moved[:rows0], exact[:rows0], atol=1e-3)

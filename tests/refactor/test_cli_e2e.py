@@ -80,3 +80,19 @@ def test_exit_codes(repo, tmp_path):
     assert usage.returncode == 2 and "never captures @hole" in usage.stderr
     no_query = run_refactor(str(clean), "--recipe", "regenerate", cwd=tmp_path)
     assert no_query.returncode == 2 and "--query" in no_query.stderr
+
+
+def test_canvas_cache_exact_and_delayed_fill_the_same_holes(repo):
+    """The default (delayed canvas cache) and --canvas-cache exact see and fill the same holes;
+    an unknown cache is a usage error."""
+    reports = {}
+    for cache in ("exact", "delayed"):
+        run = run_refactor(".", "--recipe", "fill-bodies", "--canvas-cache", cache, "-q", "--report",
+                           f"{cache}.json", *FAST, cwd=repo)
+        assert run.returncode == 0, run.stderr
+        reports[cache] = json.loads((repo / f"{cache}.json").read_text())["holes"]
+    sites = {cache: sorted((h["file"], json.dumps(h["range"], sort_keys=True)) for h in r) for cache, r in reports.items()}
+    assert len(sites["exact"]) == 9 and sites["exact"] == sites["delayed"]
+    assert all(h["passes"] >= 1 and (h["applied"] or h["reason"]) for r in reports.values() for h in r)
+    bad = run_refactor(".", "--recipe", "fill-bodies", "--canvas-cache", "sometimes", cwd=repo)
+    assert bad.returncode == 2 and "canvas-cache" in bad.stderr

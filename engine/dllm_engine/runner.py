@@ -4,7 +4,9 @@ Tensors in, logits out; no scheduling policy here. Two operations:
 - `encode_context(prefix_ids, suffix_ids)`: the native context (`<suf> suffix
   <pre> prefix`) encoded causally, reusing the longest cached token prefix;
 - `canvas_logits(contexts, canvases)`: one batched forward of every active
-  canvas over its own cached context (variable context lengths, padded).
+  canvas over its own cached context (variable context lengths, padded);
+  `canvas_logits_delayed` runs only the slots whose K/V are not kept from an
+  earlier pass (the delayed canvas cache).
 """
 
 from __future__ import annotations
@@ -66,6 +68,7 @@ class EncodedContext:
 
 class ModelRunner:
     compact_logits = True  # canvas_logits(..., compact=True) gives the masked slots' rows alone
+
     def __init__(self, loaded: LoadedModel, cache_bytes: int) -> None:
         self.loaded = loaded
         self.model = loaded.model

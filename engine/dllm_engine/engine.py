@@ -368,7 +368,7 @@ class Engine:
             a.committed_per_pass.append(int(committed[row]))
             n = a.canvas.numel()
             if delayed:  # keep the K/V of slots that went in committed; a slot committed now is kept next pass
-                a.canvas_kv = canvas_kv[:, :, row, :, :n].clone()
+                a.canvas_kv = canvas_kv[:, :, row, :, :n]  # a view: the next pass of this batch updates it
                 went_in_committed = fresh[row, :n] & ~masked[row, :n]
                 a.frozen = went_in_committed if a.frozen is None else a.frozen | went_in_committed
             a.canvas = self.runner.edit_canvas(new_canvases[row, :n].clone(), commit[row, :n], a.max_tokens)

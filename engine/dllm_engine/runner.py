@@ -53,9 +53,6 @@ class StackedContexts:
     lens: torch.Tensor  # [B] real context rows
     t_max: int
     room: int  # canvas rows that fit after the contexts
-    # The room holds each row's canvas K/V from the last delayed pass (canvas_logits_delayed
-    # then need not copy the kept K/V back in); an exact pass overwrites it.
-    holds_kept: bool = False
 
 
 @dataclass
@@ -211,7 +208,6 @@ class ModelRunner:
         cols_canvas = torch.arange(length, device=self.device)[None] < canvas_lens[:, None]
         mask = torch.cat((cols_ctx, cols_canvas), dim=1)[:, None, None, :]  # [B, 1, 1, Tmax+L]
         past = [(k, v, t_max) for k, v in batch.kv]
-        batch.holds_kept = False
         spec = CanvasSpec(context_lens=ctx_lens, canvas_lens=canvas_lens)
         logits, _ = self.model(canvases, positions, mask=mask, past=past, logits_rows=rows, canvas=spec,
                                compact=compact and rows is not None)
@@ -224,22 +220,22 @@ class ModelRunner:
         """Like canvas_logits, but only the `fresh` slots (bool [B, L]) go through the model;
         the others attend and are attended to with the K/V in `kept` (per canvas
         [layers, 2, Hkv, n, D] from an earlier pass, or None when every slot is fresh).
-        `kept` is read only into a new batch buffer: while the batch is unchanged the
-        buffer already holds what the last delayed pass returned.
+        A kept entry that is the view this buffer returned for the same row (the batch is
+        unchanged since the last pass) is already in place and is not copied.
 
         Returns the logits of the `rows` slots, [M, V] in row-major order (`rows` must be
         fresh), and the canvas K/V after this pass, [layers, 2, B, Hkv, L, D] (a view of the
-        batch buffer: callers copy what they keep).
+        batch buffer, which later delayed passes of the same batch update in place).
         """
         b, length = canvases.shape
         batch = self._stack_contexts(contexts, length + 1)  # one scratch column for padding rows
         t_max = batch.t_max
         room = batch.buf[:, :, :, :, t_max:t_max + length]
-        if not batch.holds_kept:  # a new batch buffer (a hole joined or left): put the kept K/V in
-            for row, kv in enumerate(kept):
-                if kv is not None:
-                    room[:, :, row, :, :kv.shape[-2]] = kv
-        batch.holds_kept = True
+        for row, kv in enumerate(kept):
+            # Copy only K/V that live elsewhere: a hole that joined from another batch, or a
+            # batch buffer reused from earlier (its room is older than the hole's K/V).
+            if kv is not None and kv.data_ptr() != room[:, :, row].data_ptr():
+                room[:, :, row, :, :kv.shape[-2]] = kv
         n_fresh = fresh.sum(-1)
         width = max(1, int(n_fresh.max()))
         order = torch.sort((~fresh).to(torch.int8), dim=-1, stable=True).indices[:, :width]  # fresh slots first

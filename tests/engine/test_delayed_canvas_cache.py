@@ -55,18 +55,43 @@ def test_delayed_pass_reads_the_kept_kv(tiny_model):
     with torch.inference_mode():
         contexts, canvases, lens, valid, masked = _batch(lm, runner)
         _, kv = runner.canvas_logits_delayed(contexts, canvases, lens, masked, valid.clone(), [None] * 3)
-        kept = [kv[:, :, row, :, : int(lens[row])].clone() for row in range(3)]
-        exact, _ = runner.canvas_logits_delayed(contexts, canvases, lens, masked, masked.clone(), kept)
-        # The same batch buffer still holds the kept K/V and is not re-read...
-        kept[0] = kept[0] + 1.0
-        same, _ = runner.canvas_logits_delayed(contexts, canvases, lens, masked, masked.clone(), kept)
-        torch.testing.assert_close(same, exact)
-        # ...a new one (a hole joined or left) takes them from `kept`.
-        runner.forget_batch()
+        views = [kv[:, :, row, :, : int(lens[row])] for row in range(3)]  # what the engine keeps
+        exact, _ = runner.canvas_logits_delayed(contexts, canvases, lens, masked, masked.clone(), views)
+        kept = [v.clone() for v in views]
+        kept[0] = kept[0] + 1.0  # K/V from elsewhere (a copy) are read into the buffer
         moved, _ = runner.canvas_logits_delayed(contexts, canvases, lens, masked, masked.clone(), kept)
     rows0 = int(masked[0].sum())
     assert not torch.allclose(moved[:rows0], exact[:rows0], atol=1e-3)
     torch.testing.assert_close(moved[rows0:], exact[rows0:], atol=1e-5, rtol=1e-5)  # other rows untouched
+
+
+def test_a_batch_buffer_reused_later_gets_the_holes_newer_kv(tiny_model):
+    """Hole A alone, then A with B (a new buffer), then A alone again: the first buffer comes
+    back from the runner's cache with K/V older than A's, and must take A's newer ones."""
+    lm = load(str(tiny_model))
+    runner = ModelRunner(lm, cache_bytes=64 * 2**20)
+    tok, mask_id = lm.tokenizer, lm.config.mask_token_id
+    with torch.inference_mode():
+        contexts, canvases, lens, valid, masked = _batch(lm, runner)
+        a, ab = [contexts[0]], contexts[:2]
+        first = canvases[:1].clone()
+        first[0, 3:] = mask_id  # A's canvas before two more commits
+        _, kv = runner.canvas_logits_delayed(a, first, lens[:1], first == mask_id,
+                                             torch.ones_like(first, dtype=torch.bool), [None])
+        kept_a = kv[:, :, 0, :, :8]
+        # A (now with two more committed tokens, recomputed as fresh) joins B in a new buffer.
+        now = canvases[:2].clone()
+        now[0, 3:5] = torch.tensor(tok.encode(" c d")[:2])
+        fresh = (now == mask_id) & valid[:2]
+        fresh[0, :5] = True
+        fresh[1] = valid[1]
+        _, kv = runner.canvas_logits_delayed(ab, now, lens[:2], (now == mask_id) & valid[:2], fresh, [kept_a, None])
+        kept_a = kv[:, :, 0, :, :8]
+        # A alone again: its old buffer is reused; only the masked slots are fresh.
+        got, _ = runner.canvas_logits_delayed(a, now[:1], lens[:1], now[:1] == mask_id, now[:1] == mask_id, [kept_a])
+        runner.forget_batch()
+        want = runner.canvas_logits(a, now[:1], lens[:1], now[:1] == mask_id, compact=True)
+    torch.testing.assert_close(got, want, atol=1e-5, rtol=1e-5)
 
 
 def test_fused_projections_give_the_same_logits(tiny_model):

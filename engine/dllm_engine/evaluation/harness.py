@@ -38,16 +38,15 @@ LINE_BENCHMARKS = ("single-line", "heldout-line")
 
 
 def default_arms(threshold: float = 0.9, canvas_cache: str = "exact") -> list[Arm]:
+    """The floor, then variable / oracle / line mode, each at `threshold` and at one token per pass
+    (the order ARM_KEYS indexes)."""
     tag = "" if canvas_cache == "exact" else f", {canvas_cache} canvas cache"
-    return [
-        Arm("empty fill (floor)", empty=True),
-        Arm(f"variable length, threshold {threshold}{tag}", False, threshold, canvas_cache=canvas_cache),
-        Arm(f"variable length, 1 token/pass{tag}", False, 1.0, canvas_cache=canvas_cache),
-        Arm(f"oracle length, threshold {threshold}{tag}", True, threshold, canvas_cache=canvas_cache),
-        Arm(f"oracle length, 1 token/pass{tag}", True, 1.0, canvas_cache=canvas_cache),
-        Arm(f"line mode, threshold {threshold}{tag}", False, threshold, line=True, canvas_cache=canvas_cache),
-        Arm(f"line mode, 1 token/pass{tag}", False, 1.0, line=True, canvas_cache=canvas_cache),
-    ]
+    arms = [Arm("empty fill (floor)", empty=True)]
+    for label, oracle, line in (("variable length", False, False), ("oracle length", True, False),
+                                ("line mode", False, True)):
+        for thr, decoding in ((threshold, f"threshold {threshold}"), (1.0, "1 token/pass")):
+            arms.append(Arm(f"{label}, {decoding}{tag}", oracle, thr, line=line, canvas_cache=canvas_cache))
+    return arms
 
 
 def applies(arm: Arm, task: Task) -> bool:

@@ -170,8 +170,9 @@ class DaemonClient(EngineClient):
                                             f"{(await self._health_payload()).get('error')}")
                 if self._spawned is not None and self._spawned.poll() is not None and state == "absent":
                     raise EngineUnavailable(
-                        f"engine daemon exited with code {self._spawned.returncode}; "
-                        f"run `dllm-lsp engine serve --socket {self.socket_path}` to see why"
+                        f"engine daemon exited with code {self._spawned.returncode}"
+                        f"{_log_tail(daemon_log_path(self.socket_path))}; "
+                        f"run `dllm-lsp engine serve --socket {self.socket_path}` to see more"
                     )
                 await asyncio.sleep(0.1)
             raise EngineUnavailable(f"engine daemon did not answer on {self.socket_path} in {self.start_timeout_s:.0f}s")
@@ -231,13 +232,28 @@ class DaemonClient(EngineClient):
         await self._http.aclose()
 
 
+def daemon_log_path(socket_path: Path) -> Path:
+    """Where a spawned daemon's stdout and stderr go (next to its socket)."""
+    return socket_path.with_suffix(".log")
+
+
+def _log_tail(path: Path, lines: int = 3) -> str:
+    """The last lines of a spawned daemon's log, to say why it exited."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+    tail = [line for line in text.strip().splitlines() if line.strip()][-lines:]
+    return (": " + " | ".join(tail)) if tail else ""
+
+
 def spawn_daemon(socket_path: Path, model: str | None, idle_exit_s: float) -> subprocess.Popen:
     """Start a detached engine daemon that outlives this process until idle."""
     cmd = [sys.executable, "-m", "dllm_lsp", "engine", "serve", "--socket", str(socket_path),
            "--idle-exit", str(idle_exit_s)]
     if model:
         cmd += ["--model", model]
-    log_path = socket_path.with_suffix(".log")
+    log_path = daemon_log_path(socket_path)
     socket_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     log = open(log_path, "ab")
     return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)

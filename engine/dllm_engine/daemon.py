@@ -64,10 +64,13 @@ class EngineHost:
     def _load(self) -> None:
         try:
             self.engine = self._factory()
-            self.last_activity = time.monotonic()  # the idle clock starts once the model is ready
         except Exception as exc:  # reported through /health, never a crash loop
             log.exception("engine failed to load")
             self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            # The idle clock starts once loading ends, either way: a broken daemon
+            # stays up for its idle period so clients can read why from /health.
+            self.last_activity = time.monotonic()
 
 
 def _error(status: int, message: str) -> JSONResponse:
@@ -317,4 +320,4 @@ def serve(engine_factory, socket_path: Path | None, host: str | None, port: int 
     asyncio.run(main())
     if socket_path is not None and socket_path.exists():
         socket_path.unlink()
-    return 0
+    return 1 if engine_host.error else 0  # a daemon that never loaded its model failed

@@ -44,3 +44,46 @@ async def test_a_daemon_that_cannot_load_is_reported_not_respawned(tmp_path):
         if client._spawned is not None:
             client._spawned.terminate()
             client._spawned.wait(10)
+
+
+def test_a_broken_daemon_exits_nonzero_after_its_idle_period(tmp_path):
+    """The idle clock starts when loading ends, so /health can say why for the whole idle period."""
+    import subprocess
+    import sys
+
+    sock = tmp_path / "rt" / "engine.sock"
+    sock.parent.mkdir()
+    start = time.monotonic()
+    r = subprocess.run([sys.executable, "-m", "dllm_lsp", "engine", "serve", "--socket", str(sock),
+                        "--idle-exit", "1.5", "--model", str(tmp_path / "missing-model")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1
+    assert "missing-model" in r.stderr
+    assert not sock.exists()
+    assert time.monotonic() - start >= 1.5
+
+
+async def test_the_exit_report_quotes_the_daemons_log(tmp_path, monkeypatch):
+    """When the spawned daemon is gone before a client could ask /health, its log says why."""
+    import subprocess
+    import sys
+
+    import pytest
+
+    from dllm_engine import clients
+    from dllm_engine.clients import EngineUnavailable, daemon_log_path
+
+    def spawn_one_that_dies(socket_path, model, idle_exit_s):
+        daemon_log_path(socket_path).write_text(
+            "Traceback (most recent call last):\n  ...\nFileNotFoundError: no model at /x/y\n")
+        return subprocess.Popen([sys.executable, "-c", "raise SystemExit(1)"])
+
+    monkeypatch.setattr(clients, "spawn_daemon", spawn_one_that_dies)
+    sock = tmp_path / "rt" / "engine.sock"
+    sock.parent.mkdir()
+    client = DaemonClient(socket_path=sock, spawn=True, start_timeout_s=30)
+    try:
+        with pytest.raises(EngineUnavailable, match=r"code 1: .*FileNotFoundError: no model at /x/y"):
+            await client._ensure_running()
+    finally:
+        await client.close()

@@ -8,15 +8,17 @@ mapped onto the same `ModelConfig` and names.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from torch import nn
 from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
-from .model import DiffusionTransformer
+from .model import DiffusionTransformer, rope_inv_freq
 from .model_config import CheckpointError, ModelConfig
 from .tokenizer import TextTokenizer
 
@@ -112,12 +114,33 @@ def load_state(path: Path, rename=None) -> tuple[dict[str, torch.Tensor], dict[s
     return state, origin
 
 
+@contextlib.contextmanager
+def _no_weight_init():
+    """Skip nn.Linear / nn.Embedding's random init while building a model whose weights are
+    about to be loaded. On meta tensors the init does no work, but its first call imports
+    torch._dynamo (about 1.3 s of every cold start); transformers' `no_init_weights` does the same."""
+    names = ("normal_", "uniform_", "kaiming_uniform_", "kaiming_normal_", "xavier_uniform_",
+             "xavier_normal_", "trunc_normal_", "zeros_", "ones_", "constant_")
+    saved = {n: getattr(nn.init, n) for n in names}
+
+    def skip(tensor, *args, **kwargs):
+        return tensor
+
+    try:
+        for n in names:
+            setattr(nn.init, n, skip)
+        yield
+    finally:
+        for n, fn in saved.items():
+            setattr(nn.init, n, fn)
+
+
 def build_model(cfg: ModelConfig, state: dict[str, torch.Tensor], origin: dict[str, Path],
                 device: torch.device, dtype: torch.dtype, where: Path | None = None,
                 their_name=None) -> DiffusionTransformer:
     """`where`: the file that should list every tensor (index or single file); `their_name`:
     our tensor name -> the checkpoint's, so errors speak the checkpoint's language."""
-    with torch.device("meta"):
+    with torch.device("meta"), _no_weight_init():
         model = DiffusionTransformer(cfg)
     expected = model.state_dict()
     if cfg.tie_word_embeddings:
@@ -142,8 +165,7 @@ def build_model(cfg: ModelConfig, state: dict[str, torch.Tensor], origin: dict[s
     model.load_state_dict(state, strict=False, assign=True)
     if cfg.tie_word_embeddings:
         model.lm_head.weight = model.model.embed_tokens.weight
-    inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float64) / cfg.head_dim))
-    model.inv_freq = inv_freq.float().to(device)
+    model.inv_freq = rope_inv_freq(cfg).to(device)
     return model.eval()
 
 

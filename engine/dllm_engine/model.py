@@ -170,6 +170,13 @@ class Backbone(nn.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
 
+def rope_inv_freq(cfg: ModelConfig) -> torch.Tensor:
+    """RoPE's inverse frequencies, computed in float64 on the CPU (never on meta: a meta
+    arange runs through torch._refs, whose first call imports torch._dynamo, ~1.3 s)."""
+    steps = torch.arange(0, cfg.head_dim, 2, dtype=torch.float64, device="cpu")
+    return (1.0 / (cfg.rope_theta ** (steps / cfg.head_dim))).float()
+
+
 class DiffusionTransformer(nn.Module):
     def __init__(self, cfg: ModelConfig) -> None:
         super().__init__()
@@ -179,8 +186,7 @@ class DiffusionTransformer(nn.Module):
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
         self.kernels: ops.Force = None
-        inv_freq = 1.0 / (cfg.rope_theta ** (torch.arange(0, cfg.head_dim, 2, dtype=torch.float64) / cfg.head_dim))
-        self.register_buffer("inv_freq", inv_freq.float(), persistent=False)
+        self.register_buffer("inv_freq", rope_inv_freq(cfg), persistent=False)
 
     def fuse_projections(self) -> None:
         """For inference only: q/k/v and gate/up each as one matrix multiply per layer."""

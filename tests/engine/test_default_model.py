@@ -35,3 +35,21 @@ def test_default_model_fills_and_reuses_its_cache(engine):
 def test_default_model_scores_existing_code(engine):
     r = engine.score(ScoreRequest(prefix="def mean(values):\n", span="    return sum(values) / len(values)\n"))
     assert "".join(t.text for t in r.tokens) == "    return sum(values) / len(values)\n"
+
+
+def test_loading_does_not_pay_for_torch_compile_machinery():
+    """Cold start: building the model on meta must not import torch._dynamo (~1.3 s on these CPUs),
+    which a meta arange or nn.init call does on first use. A fresh interpreter, so nothing was imported before."""
+    import subprocess
+    import sys
+
+    code = ("import sys, torch\n"
+            "from dllm_engine.engine import Engine, EngineConfig\n"
+            "from dllm_engine.protocol import Hole, InfillRequest\n"
+            "e = Engine(EngineConfig(threads=1))\n"
+            "e.infill(InfillRequest(holes=[Hole('def f(x):\\n    return ', '\\n', 4)]))\n"
+            "e.shutdown()\n"
+            "print('torch._dynamo' in sys.modules)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "False"

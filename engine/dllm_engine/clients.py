@@ -108,6 +108,11 @@ class InProcessClient(EngineClient):
             return {"status": "not_loaded", "model": self._config.get("model", "default")}
         return self._engine.health()
 
+    async def drop_caches(self) -> None:
+        """Forget the engine's cached contexts (benchmarks that start each run cold)."""
+        if self._engine is not None:
+            await asyncio.to_thread(self._engine.drop_caches)
+
     async def close(self) -> None:
         if self._engine is not None:
             self._engine.shutdown()

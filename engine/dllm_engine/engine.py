@@ -168,6 +168,13 @@ class Engine:
             **self.metrics.snapshot(self.scheduler.queue_depth, len(self.scheduler.active), self.runner.cache),
         }
 
+    def drop_caches(self) -> None:
+        """Forget every cached context and batch buffer (benchmarks that measure a cold start)."""
+        with self._runner_lock:
+            if self.runner.cache is not self.runner:  # family runners keep nothing past the batch
+                self.runner.cache.clear()
+            self.runner.forget_batch()
+
     def shutdown(self) -> None:
         with self._cond:
             self._stopping = True

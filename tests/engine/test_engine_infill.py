@@ -133,3 +133,16 @@ def test_mixed_widths_batch_like_alone(engine):
     for h, got in zip(holes, together.holes):
         alone = engine.infill(InfillRequest(holes=[h], params=DiffusionParams(threshold=0.5))).holes[0]
         assert got.text == alone.text and got.passes == alone.passes
+
+
+def test_drop_caches_makes_the_next_fill_encode_its_context_again(engine):
+    req = InfillRequest(holes=[hole(7)])
+    engine.infill(req)
+    before = engine.health()
+    assert before["cache_entries"] >= 1
+    engine.infill(req)
+    assert engine.health()["context_tokens_encoded"] == before["context_tokens_encoded"]  # served from the cache
+    engine.drop_caches()
+    assert engine.health()["cache_entries"] == 0
+    engine.infill(req)
+    assert engine.health()["context_tokens_encoded"] > before["context_tokens_encoded"]

@@ -33,6 +33,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from _bench_common import cpu_name
+from stdlib_workload import write_workload
 from dllm_engine.clients import EngineClient, InProcessClient
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
 
@@ -70,8 +71,11 @@ async def _measure(files, recipe, client, options) -> tuple[float, int, int, lis
 
 async def main(args) -> dict:
     work = Path(tempfile.mkdtemp(prefix="bench-refactor-"))
-    for i in range(args.copies):
-        shutil.copytree(FIXTURE, work / f"copy{i}")
+    if args.corpus == "stdlib":
+        write_workload(work, args.stdlib_files, args.holes_per_file)
+    else:
+        for i in range(args.copies):
+            shutil.copytree(FIXTURE, work / f"copy{i}")
     recipe = builtin_recipe(args.recipe)
     recipe = replace(recipe, max_tokens=args.max_tokens, rules=tuple(replace(r, max_tokens=None) for r in recipe.rules))
     files, _ = collect_files([str(work)], recipe)
@@ -120,6 +124,12 @@ async def main(args) -> dict:
 
 def _section(args, r) -> str:
     load = os.getloadavg()
+    if args.corpus == "stdlib":
+        corpus_flags = f"--corpus stdlib --stdlib-files {args.stdlib_files} --holes-per-file {args.holes_per_file}"
+        corpus = "standard-library modules with function bodies cut, benchmarks/stdlib_workload.py"
+    else:
+        corpus_flags = f"--copies {args.copies}"
+        corpus = f"{args.copies} copies of tests/refactor/fixtures/repo"
     cpus = len(os.sched_getaffinity(0))
     rows = "".join(
         f"| {cache} | {mode.replace('_', ' ')} | {r['median_s'][cache, mode]:.2f} | "
@@ -131,7 +141,7 @@ def _section(args, r) -> str:
     return (
         "\n## refactor: holes/s batched vs one hole at a time\n\n"
         f"- Command: `OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '')} .venv/bin/python "
-        f"benchmarks/bench_refactor.py --copies {args.copies} --max-tokens {args.max_tokens} "
+        f"benchmarks/bench_refactor.py {corpus_flags} --max-tokens {args.max_tokens} "
         f"--repeats {args.repeats} --recipe {args.recipe} --max-batch {args.max_batch} "
         f"--canvas-cache {args.canvas_cache}{f' --threads {args.threads}' if args.threads else ''}"
         f"{' --warm-contexts' if args.warm_contexts else ''} --write`\n"
@@ -139,7 +149,7 @@ def _section(args, r) -> str:
         f"{load[0]:.1f} at the end (shared box), Python {platform.python_version()}, default model on "
         f"{r['device']} in {r['dtype']}, torch threads: {r['threads']}\n"
         f"- Date: {datetime.now(timezone.utc):%Y-%m-%d %H:%M} UTC\n"
-        f"- Workload: {r['files']} files ({args.copies} copies of tests/refactor/fixtures/repo), "
+        f"- Workload: {r['files']} files ({corpus}), "
         f"{r['holes']} holes, recipe {args.recipe}, max_tokens {args.max_tokens}, threshold 0.9, "
         f"engine max_batch {args.max_batch}; configurations alternate within each repeat, medians of "
         f"{args.repeats}\n"
@@ -154,7 +164,12 @@ def _section(args, r) -> str:
 
 if __name__ == "__main__":
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--corpus", choices=("fixture", "stdlib"), default="fixture",
+                   help="fixture: --copies copies of tests/refactor/fixtures/repo; stdlib: real standard-library "
+                        "modules with function bodies cut (stdlib_workload.py), each hole with its own full context")
     p.add_argument("--copies", type=int, default=6)
+    p.add_argument("--stdlib-files", type=int, default=18)
+    p.add_argument("--holes-per-file", type=int, default=3)
     p.add_argument("--max-tokens", type=int, default=16)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--recipe", default="fill-bodies")

@@ -133,8 +133,7 @@ class ModelRunner:
         cols = torch.arange(t_max, device=self.device)
         # causal, and never a padded key (each row's key 0 is real, so no row is empty)
         mask = (cols[None, :] <= cols[:, None])[None] & (cols[None, None, :] < lens[:, None, None])
-        _, new_kv = self.model(tokens, positions, mask=mask[:, None], past=None, return_kv=True,
-                               logits_slice=slice(0, 0))
+        _, new_kv = self.model(tokens, positions, mask=mask[:, None], past=None, kv_only=True)
         contexts = []
         for row, ids in enumerate(batch):
             n = ids.numel()
@@ -161,7 +160,7 @@ class ModelRunner:
         tail = ids[reuse:].to(self.device)[None]
         positions = torch.arange(reuse, ids.numel(), device=self.device)[None]
         mask = causal_mask(reuse, tail.shape[1], self.device)
-        _, new_kv = self.model(tail, positions, mask=mask, past=past, return_kv=True, logits_slice=slice(0, 0))
+        _, new_kv = self.model(tail, positions, mask=mask, past=past, kv_only=True)
         new = torch.stack([torch.stack((k[0], v[0])) for k, v in new_kv])  # [layers, 2, Hkv, n, D]
         stored = self.cache.store(ids, key, reuse, new)
         return EncodedContext(kv=stored.buf[:, :, :, : ids.numel()], length=ids.numel(), reused=reuse)

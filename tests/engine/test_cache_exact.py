@@ -109,3 +109,22 @@ def test_a_context_held_whole_needs_no_forward(tiny_model, monkeypatch):
         again = runner.encode_context(*req)
     assert again.reused == again.length == first.length
     torch.testing.assert_close(again.kv, first.kv)
+
+
+def test_kv_only_gives_the_same_kv_and_skips_the_last_layers_output(tiny_model):
+    lm = load(str(tiny_model))
+    ids = torch.tensor(lm.tokenizer.encode("def add(a, b):\n    return a + b\n"))[None]
+    pos = torch.arange(ids.shape[1])[None]
+    calls = []
+    last_mlp = lm.model.model.layers[-1].mlp
+    hook = last_mlp.register_forward_hook(lambda *a: calls.append(1))
+    with torch.inference_mode():
+        _, full = lm.model(ids, pos, mask=None, return_kv=True)
+        assert calls == [1]
+        logits, kv = lm.model(ids, pos, mask=None, kv_only=True)
+    hook.remove()
+    assert logits is None and calls == [1]  # the last layer's MLP did not run again
+    assert len(kv) == len(full)
+    for (k, v), (k_ref, v_ref) in zip(kv, full):
+        torch.testing.assert_close(k, k_ref, atol=0, rtol=0)
+        torch.testing.assert_close(v, v_ref, atol=0, rtol=0)

@@ -142,7 +142,7 @@ class FamilyRunner:
         if w0 > self._cached_upto:  # extend the exact cache with the newly finished columns
             c0 = self._cached_upto
             _, kv = self.model(rows.ids[:, c0:w0], rows.positions[:, c0:w0], rows.mask[:, :, c0:w0, :w0],
-                               past=self._kv, return_kv=True, logits_slice=slice(0, 0))
+                               past=self._kv, kv_only=True)
             self._kv = kv if self._kv is None else [(torch.cat((pk, k), 2), torch.cat((pv, v), 2)) for (pk, pv), (k, v) in zip(self._kv, kv)]
             self._cached_upto = w0
             self.stats.misses += 1

@@ -24,7 +24,7 @@ import tempfile
 
 from dllm_engine.checkpoint import LoadedModel
 from dllm_engine.engine import Engine, EngineConfig
-from dllm_engine.model import DiffusionTransformer
+from dllm_engine.model import DiffusionTransformer, rope_inv_freq
 from dllm_engine.model_config import ModelConfig
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
 from dllm_engine.tokenizer import TextTokenizer
@@ -51,8 +51,7 @@ def random_diffucoder(dims: dict, device: str, dtype: torch.dtype) -> LoadedMode
                 p.fill_(1.0)
             else:
                 p.normal_(0.0, 1.0 if "embed" in name else 1.0 / p.shape[-1] ** 0.5, generator=gen)
-        hd = cfg.head_dim
-        model.inv_freq = (1.0 / (cfg.rope_theta ** (torch.arange(0, hd, 2, dtype=torch.float64) / hd))).float().to(device)
+        model.inv_freq = rope_inv_freq(cfg).to(device)
     return LoadedModel(model=model.eval(), config=cfg, tokenizer=None, path=Path("."), name="random-diffucoder")
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from functools import lru_cache
 
 import tree_sitter
@@ -38,6 +39,32 @@ def error_count(tree: tree_sitter.Tree) -> int:
 def _fresh_error_count(text: str, language: LanguageSpec) -> int:
     # Cached: shaping tries several candidates against the same original.
     return error_count(parse(text, language))
+
+
+def python_compiles(text: str) -> bool:
+    """Whether CPython accepts ``text`` as a module (compiled, never run).
+
+    tree-sitter-python is lenient where CPython is not: an unexpected indent inside a
+    block, for one, parses without an ERROR node but is an IndentationError."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SyntaxWarning for odd escapes: not an error
+        try:
+            compile(text, "<dllm-lsp>", "exec", dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return False
+    return True
+
+
+@lru_cache(maxsize=16)
+def _original_compiles(text: str) -> bool:
+    return python_compiles(text)
+
+
+def _compiler_rejects(original: str, filled: str, language: LanguageSpec) -> bool:
+    """Python only: the original compiles and the filled text does not. A document that
+    does not compile already (being typed, or newer syntax than this interpreter's) is
+    left to tree-sitter."""
+    return language.name == "python" and _original_compiles(original) and not python_compiles(filled)
 
 
 def _parse_spliced(
@@ -79,6 +106,9 @@ def new_error_count(
       single identifier in place of the insertion (the smallest plausible fill);
     - an error lying wholly inside the inserted text always counts.
 
+    For Python, an edit that leaves a compiling module not compiling counts as one error
+    even where tree-sitter sees none (indentation).
+
     ``original_tree`` (matching ``original``) makes the parse incremental.
     Unknown languages cannot be checked and report 0.
     """
@@ -86,11 +116,12 @@ def new_error_count(
         return 0
     before = error_count(original_tree) if original_tree is not None else _fresh_error_count(original, language)
     if inserted is None:
-        return max(0, error_count(parse(filled, language)) - before)
+        added = max(0, error_count(parse(filled, language)) - before)
+        return added or int(_compiler_rejects(original, filled, language))
     lo, hi = inserted
     after_spans = error_spans(_parse_spliced(original, filled, language, original_tree, lo, hi))
     if not after_spans:
-        return 0
+        return int(_compiler_rejects(original, filled, language))
     if len(after_spans) <= before:  # only now can the neutral baseline matter
         neutral = filled[:lo] + "x" + filled[hi:]
         before = min(before, error_count(_parse_spliced(original, neutral, language, original_tree, lo, lo + 1)))
@@ -99,4 +130,4 @@ def new_error_count(
         blo, bhi = byte_offset(filled, lo), byte_offset(filled, hi)
         inside = sum(1 for s, e in after_spans if blo <= s and e <= bhi and s < bhi)
         added = max(added, inside)
-    return added
+    return added or int(_compiler_rejects(original, filled, language))

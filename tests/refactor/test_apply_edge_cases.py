@@ -76,6 +76,20 @@ async def test_fills_adding_syntax_errors_are_not_applied(tmp_path):
     assert text.endswith("def g():\n    return 2\n")
 
 
+async def test_a_fill_with_an_indentation_error_is_not_written(tmp_path):
+    """Seen with the default model on a standard-library module: a docstring, then a
+    statement indented deeper than the block. tree-sitter accepts it, CPython does not."""
+    path = tmp_path / "m.py"
+    original = "def f(a):\n    ...\n\n\nx = 2\n"
+    path.write_text(original)
+    fill = '"""\n    doc\n        """\n        return a'
+    results, _ = await _run([path], ScriptedClient(lambda h: fill))
+    r = results["m.py"]
+    assert path.read_text() == original
+    assert [o.applied for o in r.outcomes] == [False]
+    compile(path.read_text(), "m.py", "exec")
+
+
 async def test_diff_mode_writes_nothing(tmp_path):
     path = tmp_path / "m.go"
     original = 'package m\n\nfunc F() int {\n\tpanic("TODO")\n}\n'

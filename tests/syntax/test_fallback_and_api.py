@@ -186,5 +186,18 @@ def test_new_error_count_with_inserted_span_sees_replaced_errors():
     assert new_error_count(original, "const x = a + b;", js, inserted=(10, 16)) == 0
 
 
+def test_python_indentation_errors_count_though_tree_sitter_accepts_them():
+    """tree-sitter-python parses an unexpected indent inside a block without an ERROR node."""
+    py = language_named("python")
+    original = "def f(a):\n    ...\n\nx = 2\n"
+    bad = 'def f(a):\n    """\n    doc\n        """\n        return 1\n\nx = 2\n'
+    good = 'def f(a):\n    """\n    doc\n    """\n    return 1\n\nx = 2\n'
+    assert new_error_count(original, bad, py) == 1
+    assert new_error_count(original, bad, py, inserted=(14, len(bad) - 7)) == 1
+    assert new_error_count(original, good, py) == 0
+    # A document that does not compile already (being typed) is left to tree-sitter.
+    assert new_error_count("def f(a):\n    return (\n", "def f(a):\n    return (\n        1\n", py) == 0
+
+
 def test_new_error_count_unknown_language_is_zero():
     assert new_error_count("a", "a (((", None) == 0

@@ -67,6 +67,36 @@ def _compiler_rejects(original: str, filled: str, language: LanguageSpec) -> boo
     return language.name == "python" and _original_compiles(original) and not python_compiles(filled)
 
 
+def _statements_around(text: str, tree: tree_sitter.Tree, lo: int, hi: int) -> str:
+    """The whole lines of the top-level statements of ``text`` that overlap str offsets
+    [lo, hi], and of the one after (a fill that dedents can break the next statement).
+    Top-level Python statements compile on their own, so this is what an edit can break."""
+    row_lo, row_hi = text.count("\n", 0, lo), text.count("\n", 0, hi)
+    first = last = None
+    for node in tree.root_node.children:
+        if node.end_point.row < row_lo:
+            continue
+        if first is None:
+            first = min(node.start_point.row, row_lo)
+        last = node.end_point.row
+        if node.start_point.row > row_hi:  # the statement after the edit
+            break
+    if first is None:
+        first, last = row_lo, row_hi
+    return "\n".join(text.split("\n")[first:max(last, row_hi) + 1]) + "\n"
+
+
+def _compiler_rejects_span(original: str, filled: str, language: LanguageSpec,
+                           original_tree: tree_sitter.Tree, filled_tree: tree_sitter.Tree, lo: int, hi: int) -> bool:
+    """`_compiler_rejects` for a one-span edit, compiling only the top-level statements
+    around it (a keystroke in a 2,000-line module must not compile the module twice)."""
+    if language.name != "python":
+        return False
+    old_end = len(original) - (len(filled) - hi)
+    before = _statements_around(original, original_tree, lo, old_end)
+    return python_compiles(before) and not python_compiles(_statements_around(filled, filled_tree, lo, hi))
+
+
 def _parse_spliced(
     original: str, filled: str, language: LanguageSpec, original_tree: tree_sitter.Tree | None, lo: int, hi: int
 ) -> tree_sitter.Tree:
@@ -119,9 +149,15 @@ def new_error_count(
         added = max(0, error_count(parse(filled, language)) - before)
         return added or int(_compiler_rejects(original, filled, language))
     lo, hi = inserted
-    after_spans = error_spans(_parse_spliced(original, filled, language, original_tree, lo, hi))
+    after_tree = _parse_spliced(original, filled, language, original_tree, lo, hi)
+    after_spans = error_spans(after_tree)
+
+    def compiler_rejects() -> int:
+        tree = original_tree if original_tree is not None else parse(original, language)
+        return int(_compiler_rejects_span(original, filled, language, tree, after_tree, lo, hi))
+
     if not after_spans:
-        return int(_compiler_rejects(original, filled, language))
+        return compiler_rejects()
     if len(after_spans) <= before:  # only now can the neutral baseline matter
         neutral = filled[:lo] + "x" + filled[hi:]
         before = min(before, error_count(_parse_spliced(original, neutral, language, original_tree, lo, lo + 1)))
@@ -130,4 +166,4 @@ def new_error_count(
         blo, bhi = byte_offset(filled, lo), byte_offset(filled, hi)
         inside = sum(1 for s, e in after_spans if blo <= s and e <= bhi and s < bhi)
         added = max(added, inside)
-    return added or int(_compiler_rejects(original, filled, language))
+    return added or compiler_rejects()

@@ -70,20 +70,32 @@ def _compiler_rejects(original: str, filled: str, language: LanguageSpec) -> boo
 def _statements_around(text: str, tree: tree_sitter.Tree, lo: int, hi: int) -> str:
     """The whole lines of the top-level statements of ``text`` that overlap str offsets
     [lo, hi], and of the one after (a fill that dedents can break the next statement).
-    Top-level Python statements compile on their own, so this is what an edit can break."""
-    row_lo, row_hi = text.count("\n", 0, lo), text.count("\n", 0, hi)
-    first = last = None
-    for node in tree.root_node.children:
-        if node.end_point.row < row_lo:
-            continue
-        if first is None:
-            first = min(node.start_point.row, row_lo)
-        last = node.end_point.row
-        if node.start_point.row > row_hi:  # the statement after the edit
-            break
-    if first is None:
-        first, last = row_lo, row_hi
-    return "\n".join(text.split("\n")[first:max(last, row_hi) + 1]) + "\n"
+    Top-level Python statements compile on their own, so this is what an edit can break.
+    Walks siblings from the first child at ``lo``: a keystroke never lists a big module."""
+    data = text.encode("utf-8", "surrogatepass")
+    blo, bhi = byte_offset(text, lo), byte_offset(text, hi)
+    start, end = blo, bhi
+    # A cursor, not Node.first_child_for_byte: with no child at or after the byte, that
+    # one hands back a null node that crashes the process (py-tree-sitter 0.26).
+    root = tree.root_node
+    cursor = root.walk()
+    node = cursor.node if cursor.goto_first_child_for_byte(blo) is not None else None
+    if node is None or node.start_byte > blo:
+        # The edit sits between statements (an indented blank line after a function is
+        # still that function's body): start from the statement before it.
+        before = node.prev_sibling if node is not None else (root.child(root.child_count - 1) if root.child_count else None)
+        node = before or node
+    if node is not None:
+        start = min(start, node.start_byte)
+        while node is not None:
+            end = max(end, node.end_byte)
+            if node.start_byte > bhi:  # the statement after the edit
+                break
+            node = node.next_sibling
+    start = data.rfind(b"\n", 0, start) + 1
+    newline = data.find(b"\n", end)
+    end = len(data) if newline < 0 else newline
+    return data[start:end].decode("utf-8", "surrogatepass") + "\n"
 
 
 def _compiler_rejects_span(original: str, filled: str, language: LanguageSpec,

@@ -201,3 +201,17 @@ def test_python_indentation_errors_count_though_tree_sitter_accepts_them():
 
 def test_new_error_count_unknown_language_is_zero():
     assert new_error_count("a", "a (((", None) == 0
+
+
+@pytest.mark.parametrize("between", ["\n\n", ""])
+def test_a_fill_on_an_indented_line_after_a_function_is_judged_with_that_function(between):
+    """The blank indented line after a function's last statement belongs to its body; the
+    compile check must see the function, not only the next statement (or nothing at the end)."""
+    py = language_named("python")
+    tail = "\n\ndef g():\n    return 2\n" if between else ""
+    text = f"def f(a):\n    b = a\n    {tail}"
+    offset = text.index("b = a\n") + len("b = a\n    ")
+    filled = text[:offset] + "return b" + text[offset:]
+    assert new_error_count(text, filled, py, inserted=(offset, offset + len("return b"))) == 0
+    bad = text[:offset] + "    return b" + text[offset:]
+    assert new_error_count(text, bad, py, inserted=(offset, offset + len("    return b"))) == 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import warnings
 from functools import lru_cache
 
@@ -41,18 +42,38 @@ def _fresh_error_count(text: str, language: LanguageSpec) -> int:
     return error_count(parse(text, language))
 
 
-def python_compiles(text: str) -> bool:
-    """Whether CPython accepts ``text`` as a module (compiled, never run).
-
-    tree-sitter-python is lenient where CPython is not: an unexpected indent inside a
-    block, for one, parses without an ERROR node but is an IndentationError."""
+def _compile_error(text: str) -> SyntaxError | None:
+    """CPython's verdict on ``text`` as a module (compiled, never run)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # SyntaxWarning for odd escapes: not an error
         try:
             compile(text, "<dllm-lsp>", "exec", dont_inherit=True)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return False
-    return True
+        except SyntaxError as exc:
+            return exc
+        except (ValueError, RecursionError, MemoryError) as exc:  # NUL bytes, absurd nesting
+            return SyntaxError(str(exc))
+    return None
+
+
+def python_compiles(text: str) -> bool:
+    """Whether CPython accepts ``text`` as a module.
+
+    tree-sitter-python is lenient where CPython is not: an unexpected indent inside a
+    block, for one, parses without an ERROR node but is an IndentationError."""
+    return _compile_error(text) is None
+
+
+_OPEN_BLOCK = re.compile(r"expected an indented block after .* on line (\d+)")
+
+
+def _open_block_at_the_end(err: SyntaxError, text: str) -> bool:
+    """The only error is a block header on the last non-blank line with no body yet
+    (`if x:` typed or suggested last): incomplete, not wrong, while typing."""
+    m = _OPEN_BLOCK.match(err.msg or "")
+    if m is None:
+        return False
+    lines = text.rstrip().split("\n")
+    return int(m.group(1)) == len(lines)
 
 
 @lru_cache(maxsize=16)
@@ -100,13 +121,19 @@ def _statements_around(text: str, tree: tree_sitter.Tree, lo: int, hi: int) -> s
 
 def _compiler_rejects_span(original: str, filled: str, language: LanguageSpec,
                            original_tree: tree_sitter.Tree, filled_tree: tree_sitter.Tree, lo: int, hi: int) -> bool:
-    """`_compiler_rejects` for a one-span edit, compiling only the top-level statements
-    around it (a keystroke in a 2,000-line module must not compile the module twice)."""
+    """`_compiler_rejects` for a one-span edit (a keystroke's suggestion), compiling only
+    the top-level statements around it (a keystroke in a 2,000-line module must not compile
+    the module twice). A block header left open at the very end is allowed: the user is
+    about to type its body. The whole-file check of a refactor allows no such thing."""
     if language.name != "python":
         return False
     old_end = len(original) - (len(filled) - hi)
     before = _statements_around(original, original_tree, lo, old_end)
-    return python_compiles(before) and not python_compiles(_statements_around(filled, filled_tree, lo, hi))
+    if not python_compiles(before):
+        return False
+    after = _statements_around(filled, filled_tree, lo, hi)
+    err = _compile_error(after)
+    return err is not None and not _open_block_at_the_end(err, after)
 
 
 def _parse_spliced(

@@ -215,3 +215,16 @@ def test_a_fill_on_an_indented_line_after_a_function_is_judged_with_that_functio
     assert new_error_count(text, filled, py, inserted=(offset, offset + len("return b"))) == 0
     bad = text[:offset] + "    return b" + text[offset:]
     assert new_error_count(text, bad, py, inserted=(offset, offset + len("    return b"))) == 1
+
+
+def test_a_suggested_block_header_at_the_end_is_incomplete_not_wrong():
+    """Ghost text may open a block (`if b:`) for the user to fill; a written file may not."""
+    py = language_named("python")
+    text = "def f(a):\n    b = a\n    "
+    header = "if b:"
+    filled = text + header
+    assert new_error_count(text, filled, py, inserted=(len(text), len(filled))) == 0
+    assert new_error_count(text, filled, py) == 1  # the whole-file check (refactor, range edits)
+    then = text + "\n    return b\n"
+    mid = text + header + then[len(text):]
+    assert new_error_count(then, mid, py, inserted=(len(text), len(text) + len(header))) == 1

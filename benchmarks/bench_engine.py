@@ -20,7 +20,7 @@ from pathlib import Path
 
 import torch
 
-from dllm_engine.checkpoint import DEFAULT_MODEL_DIR
+from dllm_engine.checkpoint import SMALL_MODEL_DIR
 from dllm_engine.engine import Engine, EngineConfig
 from dllm_engine.layout import native_context_ids
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
@@ -134,7 +134,7 @@ def main() -> None:
     engine.shutdown()
 
     now = datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    model_name = args.model or f"default ({DEFAULT_MODEL_DIR.name}, {engine.loaded.config.num_params / 1e6:.1f} M params)"
+    model_name = args.model or f"default ({SMALL_MODEL_DIR.name}, {engine.loaded.config.num_params / 1e6:.1f} M params)"
     lines = [
         "## Engine vs naive sampler, and keystroke replay (issue 2)",
         "",

@@ -9,6 +9,9 @@ import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# Tests that need a real model but not a good one run on the small from-scratch model
+# (fast to load and to run); the tests of the pretrained default name it: tests/bases/.
+os.environ.setdefault("DLLM_LSP_MODEL", "small")
 
 import torch  # noqa: E402  (after the thread settings)
 

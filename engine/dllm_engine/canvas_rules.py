@@ -17,6 +17,8 @@ def advance(a: ActiveHole, special: SpecialIds) -> str | None:
     """End at the first end token, grow a full canvas, or keep going. Returns a finish reason."""
     if a.stop_ids is not None:
         stops = a.stop_ids[a.canvas.clamp(min=0)] & (a.canvas != special.mask)
+        if a.first_stop_ids is not None and a.canvas.numel():  # slot 0 of a healed hole
+            stops[0] = bool(a.first_stop_ids[a.canvas[0].clamp(min=0)]) and int(a.canvas[0]) != special.mask
         if stops.any():
             # Nothing after a committed stop token is part of the fill: end the canvas there.
             a.canvas[int(stops.nonzero()[0]) + 1:] = special.end[0]

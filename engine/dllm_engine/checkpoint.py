@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,7 +23,10 @@ from .model import DiffusionTransformer, rope_inv_freq
 from .model_config import CheckpointError, ModelConfig
 from .tokenizer import TextTokenizer
 
-DEFAULT_MODEL_DIR = Path(__file__).parent / "default_model"
+# The small from-scratch model shipped in the package (fast; selectable as "small").
+SMALL_MODEL_DIR = Path(__file__).parent / "default_model"
+# The model used when none is named: the environment's choice, else the default.
+MODEL_ENV = "DLLM_LSP_MODEL"
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
 
@@ -37,14 +41,32 @@ class LoadedModel:
 
 
 def resolve_model_path(model: str | None) -> Path:
-    if model in (None, "", "default"):
-        return DEFAULT_MODEL_DIR
-    path = Path(model).expanduser()
+    """A checkpoint folder for `model`: None (the environment's DLLM_LSP_MODEL, else
+    "default"), "default" (a pretrained base adapted to our layout, cached on first use),
+    "small" (the from-scratch model in the package), a base's name, a folder, or a hub id."""
+    name = model or os.environ.get(MODEL_ENV) or "default"
+    if name == "small":
+        return SMALL_MODEL_DIR
+    from .bases import BASES, DEFAULT_BASE, model_dir
+
+    if name == "default":
+        return model_dir(DEFAULT_BASE)
+    if name in BASES:
+        return model_dir(name)
+    path = Path(name).expanduser()
     if path.is_dir():
         return path
     from .families.hub import resolve_hub_id  # huggingface_hub local cache lookup
 
-    return resolve_hub_id(model)
+    return resolve_hub_id(name)
+
+
+def display_name(model: str | None, path: Path) -> str:
+    """The name a user recognises: "default", "small", a base's name, or the folder's name."""
+    name = model or os.environ.get(MODEL_ENV) or "default"
+    if path == SMALL_MODEL_DIR:
+        return "small"
+    return name if "/" not in name and not Path(name).expanduser().is_dir() else path.name
 
 
 def read_config(path: Path, logits_only: bool = False) -> tuple[ModelConfig, dict]:
@@ -191,7 +213,7 @@ def load(model: str | None, device: str | torch.device = "cpu", dtype: torch.dty
         net = build_model(cfg, state, origin, device, dtype, where, their_name)
     tok_file = path / "tokenizer.json"
     tokenizer = TextTokenizer(tok_file) if tok_file.exists() else None
-    name = "default" if path == DEFAULT_MODEL_DIR else path.name
+    name = display_name(model, path)
     return LoadedModel(model=net, config=cfg, tokenizer=tokenizer, path=path, name=name)
 
 

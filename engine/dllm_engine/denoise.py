@@ -71,6 +71,7 @@ def denoise_pass(
     generators: list[torch.Generator | None],
     with_token_prob: bool = True,
     force: str | None = None,
+    window: torch.Tensor | None = None,
 ) -> PassOutput:
     """One pass's commits. Only the masked slots' rows of `logits` are read (the engine
     computes no others), so the vocabulary-wide work is proportional to what is still
@@ -81,12 +82,16 @@ def denoise_pass(
     memory) and the commit rule from the commit kernel, with no host synchronisation.
 
     Compact `logits` [M, V] hold the masked slots' rows in row-major order (what the
-    runner computes when asked for them alone); they cannot give `with_token_prob`."""
+    runner computes when asked for them alone); they cannot give `with_token_prob`.
+
+    `window` (bool [B, L], block decoding): only these masked slots may be committed."""
     b, length = canvas.shape
     compact = logits.dim() == 2
     if compact and with_token_prob:
         raise ValueError("re-masking needs every slot's logits, not the masked slots' alone")
     masked = (canvas == special.mask) & valid
+    if window is not None:
+        masked &= window
     temp = torch.tensor([t if t > 0 else 1.0 for t in temperature], device=logits.device)
     token_prob = torch.zeros((b, length), device=logits.device)
     if with_token_prob:

@@ -222,8 +222,8 @@ class Engine:
             prefix, typed = heal(hole.prefix) if self.config.heal else (hole.prefix, "")
             prefix_ids = self.tokenizer.encode(prefix)
             healed, first_allowed = "", None
-            if self.healer is not None and not typed:
-                prefix_ids, healed, first_allowed = self.healer.back_up(prefix_ids, self.tokenizer.decode)
+            if self.healer is not None:  # after typed blanks only a line break is healed (a new line's indentation)
+                prefix_ids, healed, first_allowed = self.healer.back_up(prefix_ids, self.tokenizer.decode, words=not typed)
             suffix_ids = self.tokenizer.encode(hole.suffix)
             prepared.append((state, index, prefix_ids, suffix_ids, typed, healed, first_allowed))
         if not prepared:
@@ -262,7 +262,17 @@ class Engine:
             generator=gen, remask_budget=hole.max_tokens if params.remask_below > 0 else 0,
             stop_ids=self._stop_ids(hole.stop) if hole.stop else None, typed=typed,
             healed=healed, first_allowed=first_allowed,
+            first_stop_ids=self._first_stop_ids(hole.stop, healed, first_allowed) if hole.stop and healed else None,
         ))
+
+    def _first_stop_ids(self, stop: tuple[str, ...], healed: str, allowed: torch.Tensor) -> torch.Tensor:
+        """bool [V]: the tokens slot 0 may take whose text past the healed part holds a stop string."""
+        out = torch.zeros_like(allowed)
+        for i in allowed.nonzero().squeeze(-1).tolist():
+            rest = self.tokenizer.decode([i])[len(healed):]
+            if any(s in rest for s in stop):
+                out[i] = True
+        return out
 
     def _stop_ids(self, stop: tuple[str, ...]) -> torch.Tensor:
         """bool [V]: the tokens whose text holds a stop string (computed once per stop set)."""
@@ -323,7 +333,7 @@ class Engine:
         """Whether this canvas runs with the delayed canvas cache (see DiffusionParams.canvas_cache):
         asked for, a runner that has it, and no re-masking (which reads every slot's logits)."""
         return (a.params.canvas_cache == "delayed" and a.params.remask_below == 0
-                and hasattr(self.runner, "canvas_logits_delayed"))
+                and hasattr(self.runner, "canvas_logits_delayed") and getattr(self.runner, "delayed_ok", True))
 
     def _step_group(self, active: list[ActiveHole], delayed: bool = False) -> list[tuple[ActiveHole, str]]:
         t0 = time.perf_counter()
@@ -335,6 +345,10 @@ class Engine:
         valid = torch.arange(width, device=self.runner.device)[None] < lengths[:, None]
         params = [a.params for a in active]
         masked = (canvases == self.special.mask) & valid
+        # Block decoding: only the slots of each canvas's current block may be committed.
+        window = self.runner.decode_window(canvases, masked) if hasattr(self.runner, "decode_window") else None
+        if window is not None:
+            masked &= window
         # The LM head only where a token may be committed, unless re-masking needs every slot.
         rows = None if any(p.remask_below > 0 for p in params) else masked
         compact = rows is not None and getattr(self.runner, "compact_logits", False)  # [M, V]: masked slots only
@@ -362,6 +376,7 @@ class Engine:
             generators=[a.generator for a in active],
             with_token_prob=rows is None,  # re-masking reads the committed tokens' probabilities
             force=None if self.config.kernels == "auto" else self.config.kernels,
+            window=window,
         )
         last_pass = torch.tensor([p.max_passes is not None and a.passes + 1 >= p.max_passes
                                   for a, p in zip(active, params)], device=self.runner.device)
@@ -407,7 +422,7 @@ class Engine:
     def _visible(text: str, a: ActiveHole) -> str:
         """The fill as it goes after the user's text: healed text taken back off."""
         if a.healed and text.startswith(a.healed):
-            return text[len(a.healed):]
+            text = text[len(a.healed):]
         return unheal(text, a.typed)
 
     def _emit(self, a: ActiveHole) -> None:

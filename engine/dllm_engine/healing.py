@@ -15,6 +15,10 @@ wins), and a prefix that ends in a word character gives up its last token: the
 fill's first token is constrained to start with that token's text, and the text
 is taken back off the fill. The fill then starts on a token boundary, as every
 training hole does.
+
+A line break is healed the same way where the vocabulary merges it with what follows
+(SmolLM2's `"\n   "` is one token: a prefix ending in `"\n"` ends where the base never
+saw a token end); with a tokenizer that keeps newlines apart it is left alone.
 """
 
 from __future__ import annotations
@@ -45,6 +49,10 @@ def ends_in_word(text: str) -> bool:
     return bool(text) and (text[-1].isalnum() or text[-1] == "_")
 
 
+def is_line_break(text: str) -> bool:
+    return bool(text) and "\n" in text and not text.strip()
+
+
 class TokenHealer:
     """Backs up a prefix's last word token and constrains the fill's first token to extend it."""
 
@@ -61,16 +69,17 @@ class TokenHealer:
         self.vocab_size = vocab_size
         self._cache: OrderedDict[str, torch.Tensor | None] = OrderedDict()
 
-    def back_up(self, prefix_ids: list[int], decode) -> tuple[list[int], str, torch.Tensor | None]:
-        """(prefix ids without the healed token, its text, bool [V] allowed first tokens) or unchanged."""
+    def back_up(self, prefix_ids: list[int], decode, words: bool = True) -> tuple[list[int], str, torch.Tensor | None]:
+        """(prefix ids without the healed token, its text, bool [V] allowed first tokens) or unchanged.
+        `words=False` (the user typed blanks after the text): only a line break is healed."""
         if len(prefix_ids) < 2:
             return prefix_ids, "", None
         word = decode(prefix_ids[-1:])
-        if not ends_in_word(word):
+        if not ((words and ends_in_word(word)) or is_line_break(word)):
             return prefix_ids, "", None
         allowed = self.allowed(word)
-        if allowed is None:
-            return prefix_ids, "", None
+        if allowed is None or (is_line_break(word) and int(allowed.sum()) < 2):
+            return prefix_ids, "", None  # nothing merges with this line break: it is a boundary
         return prefix_ids[:-1], word, allowed
 
     def allowed(self, word: str) -> torch.Tensor | None:

@@ -52,6 +52,13 @@ class ModelConfig:
     # Native layout markers: <suf> suffix <pre> prefix canvas.
     suffix_token_id: int = -1
     prefix_token_id: int = -1
+    # Native layout, optional: a document-start token before the context (a pretrained
+    # base expects one: <bos>, <|endoftext|>), and block decoding of the canvas: blocks of
+    # `decode_block` slots, causal between blocks and bidirectional inside one, committed
+    # left to right (0: the whole canvas is one block). With `logits_shift` and blocks of 1
+    # this is the base's own left-to-right decoding, after reading the suffix first.
+    bos_token_id: int = -1
+    decode_block: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -65,6 +72,8 @@ class ModelConfig:
             raise CheckpointError(f"unknown attention layout {self.attention!r}")
         if self.attention == "block" and self.block_size <= 0:
             raise CheckpointError("attention 'block' needs block_size > 0")
+        if self.decode_block < 0:
+            raise CheckpointError(f"decode_block must be >= 0, got {self.decode_block}")
         if self.mask_token_id < 0:
             raise CheckpointError("config has no mask_token_id")
 

@@ -7,6 +7,11 @@ Tensors in, logits out; no scheduling policy here. Two operations:
   canvas over its own cached context (variable context lengths, padded);
   `canvas_logits_delayed` runs only the slots whose K/V are not kept from an
   earlier pass (the delayed canvas cache).
+
+A shifted-logit base (a pretrained autoregressive model in our layout) reads slot j
+from the row before it: the context's last token is held out of the cache and runs
+as row 0 of every canvas pass (seeing the context alone, so slot 0 gets the base's
+own next-token head), and the canvas may be decoded in blocks (`decode_block`).
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import torch
 
 from .checkpoint import LoadedModel
 from .context_cache import PrefixCache
-from .layout import causal_mask, native_context_ids
+from .layout import causal_mask, native_context_ids, shifted_canvas_mask
 from .model import SlotWrite
 from .ops import CanvasSpec
 from .protocol import ProtocolError
@@ -60,6 +65,7 @@ class EncodedContext:
     kv: torch.Tensor  # [layers, 2, Hkv, T, D], a view that never changes under us
     length: int
     reused: int  # tokens served by the cache
+    last_id: int = -1  # shifted-logit bases: the context's last token, held out of the cache
     serial: int = field(default_factory=itertools.count().__next__)  # identity for batch re-use
 
 
@@ -75,6 +81,13 @@ class ModelRunner:
             # (dllm_engine.families); the native path below is exact.
             raise ProtocolError(f"attention layout {self.config.attention!r} needs a family runner")
         self.device = next(self.model.parameters()).device
+        self.shifted = bool(self.config.logits_shift)
+        self.block = int(self.config.decode_block)
+        if self.block and not self.shifted:
+            raise ProtocolError("block decoding of the native layout needs a shifted-logit model (logits_shift)")
+        # The delayed canvas cache keeps committed slots' K/V for a bidirectional canvas;
+        # a shifted or block-decoded canvas recomputes its (few) rows instead.
+        self.delayed_ok = not self.shifted
         self.cache = PrefixCache(cache_bytes)
         # Padded context K/V per batch composition (one per canvas width class in flight).
         self._batches: OrderedDict[tuple, StackedContexts] = OrderedDict()
@@ -103,12 +116,14 @@ class ModelRunner:
         prefix one by one. A context that does not fit comes back as its ProtocolError."""
         out: list[EncodedContext | ProtocolError | None] = [None] * len(requests)
         fresh: list[tuple[int, torch.Tensor]] = []
+        lasts = [-1] * len(requests)
         for i, (prefix_ids, suffix_ids, room) in enumerate(requests):
             try:
                 ids = self._context_ids(prefix_ids, suffix_ids, room)
             except ProtocolError as exc:
                 out[i] = exc
                 continue
+            ids, lasts[i] = self._hold_out_last(ids)
             # A long cached prefix (a keystroke) is cheaper alone; a few shared tokens
             # (every native context starts with `<suf>`) are recomputed in the batch.
             if self.cache.lookup(ids, count=False)[2] >= BATCH_REUSE_BELOW or len(requests) == 1:
@@ -120,7 +135,17 @@ class ModelRunner:
         elif fresh:
             for i, ctx in zip((i for i, _ in fresh), self._encode_fresh([ids for _, ids in fresh])):
                 out[i] = ctx
+        for ctx, last in zip(out, lasts):
+            if isinstance(ctx, EncodedContext):
+                ctx.last_id = last
         return out  # type: ignore[return-value]
+
+    def _hold_out_last(self, ids: torch.Tensor) -> tuple[torch.Tensor, int]:
+        """Shifted logits: the last context token runs with the canvas (its output row gives
+        slot 0's logits), so the cache holds the context without it."""
+        if not self.shifted:
+            return ids, -1
+        return ids[:-1], int(ids[-1])
 
     def _encode_fresh(self, batch: list[torch.Tensor]) -> list[EncodedContext]:
         lens = torch.tensor([ids.numel() for ids in batch])
@@ -145,7 +170,10 @@ class ModelRunner:
 
     @torch.inference_mode()
     def encode_context(self, prefix_ids: list[int], suffix_ids: list[int], canvas_room: int) -> EncodedContext:
-        return self._encode(self._context_ids(prefix_ids, suffix_ids, canvas_room))
+        ids, last = self._hold_out_last(self._context_ids(prefix_ids, suffix_ids, canvas_room))
+        ctx = self._encode(ids)
+        ctx.last_id = last
+        return ctx
 
     def _encode(self, ids: torch.Tensor) -> EncodedContext:
         # The native canvas reads only the context's K/V, never the last token's hidden
@@ -199,6 +227,8 @@ class ModelRunner:
         with `compact` too, only those slots come back, [M, V] in row-major order
         (no [B, L, V] tensor to zero and scatter into: a tenth of a batched pass on a CPU).
         """
+        if self.shifted:
+            return self._shifted_canvas_logits(contexts, canvases, canvas_lens, rows, compact)
         b, length = canvases.shape
         batch = self._stack_contexts(contexts, length)
         ctx_lens, t_max = batch.lens, batch.t_max
@@ -211,6 +241,44 @@ class ModelRunner:
         logits, _ = self.model(canvases, positions, mask=mask, past=past, logits_rows=rows, canvas=spec,
                                compact=compact and rows is not None)
         return logits
+
+    def decode_window(self, canvases: torch.Tensor, masked: torch.Tensor) -> torch.Tensor | None:
+        """bool [B, W]: the slots each canvas may commit this pass (its first block that still
+        has a mask), or None when the whole canvas is one block."""
+        if not self.block:
+            return None
+        width = canvases.shape[1]
+        blk = torch.arange(width, device=canvases.device)[None] // self.block  # [1, W]
+        first = torch.where(masked, blk, torch.full_like(blk, width)).min(-1).values  # [B]
+        return blk == first[:, None]
+
+    def _shifted_canvas_logits(self, contexts: list[EncodedContext], canvases: torch.Tensor,
+                               canvas_lens: torch.Tensor, rows: torch.Tensor | None, compact: bool) -> torch.Tensor:
+        """canvas_logits for a shifted-logit model: rows [last context token, slot 0..W-1],
+        slot j read from row j. Block decoding runs only up to the furthest current block
+        (later slots are seen by nothing this pass)."""
+        b, width = canvases.shape
+        masked = rows if rows is not None else torch.ones_like(canvases, dtype=torch.bool)
+        run = width
+        if self.block and rows is not None and bool(rows.any()):  # up to the end of the last slot asked for
+            last = int(torch.arange(width, device=self.device)[None].expand(b, -1)[rows].max())
+            run = min(width, (last // self.block + 1) * self.block)
+        batch = self._stack_contexts(contexts, width + 1)
+        ctx_lens, t_max = batch.lens, batch.t_max
+        last_ids = torch.tensor([c.last_id for c in contexts], dtype=torch.long, device=self.device)
+        ids = torch.cat((last_ids[:, None], canvases[:, :run]), dim=1)  # [B, 1+run]
+        positions = ctx_lens[:, None] + torch.arange(1 + run, device=self.device)[None]
+        mask = shifted_canvas_mask(ctx_lens, t_max, canvas_lens, run, self.block or width)
+        past = [(k, v, t_max) for k, v in batch.kv]
+        want = torch.zeros((b, 1 + run), dtype=torch.bool, device=self.device)
+        want[:, :run] = masked[:, :run]  # slot j's logits come from row j
+        if compact and rows is not None:
+            logits, _ = self.model(ids, positions, mask=mask, past=past, logits_rows=want, compact=True)
+            return logits
+        logits, _ = self.model(ids, positions, mask=mask, past=past, logits_rows=want)
+        out = logits.new_zeros(b, width, logits.shape[-1])
+        out[:, :run] = logits[:, :run]
+        return out
 
     @torch.inference_mode()
     def canvas_logits_delayed(self, contexts: list[EncodedContext], canvases: torch.Tensor, canvas_lens: torch.Tensor,

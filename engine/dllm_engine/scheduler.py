@@ -68,6 +68,9 @@ class ActiveHole:
     typed: str = ""  # trailing whitespace of the prefix moved into the hole (healing.py)
     healed: str = ""  # the prefix's last word token, moved into the hole: the fill starts with it
     first_allowed: torch.Tensor | None = None  # bool [V]: tokens slot 0 may take while `healed` is set
+    # bool [V]: the stop tokens at slot 0 of a healed hole (a stop in the healed text itself,
+    # a healed line break under a "\n" stop, does not end the fill)
+    first_stop_ids: torch.Tensor | None = None
     # The delayed canvas cache (params.canvas_cache == "delayed"): slots whose K/V are kept
     # from an earlier pass, and those K/V [layers, 2, Hkv, L, D]. None: recompute every slot.
     frozen: torch.Tensor | None = None

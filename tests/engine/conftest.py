@@ -4,7 +4,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from dllm_engine.checkpoint import DEFAULT_MODEL_DIR, save_native
+from dllm_engine.checkpoint import SMALL_MODEL_DIR, save_native
 from dllm_engine.default_model_config import default_model_config
 from dllm_engine.model import DiffusionTransformer
 from dllm_engine.tokenizer import TextTokenizer
@@ -14,7 +14,7 @@ torch.set_num_threads(1)
 
 def write_tiny_native(out: Path, seed: int = 0, **overrides) -> Path:
     """A small random native model with the real tokenizer, in the shipped on-disk format."""
-    tok = TextTokenizer(DEFAULT_MODEL_DIR / "tokenizer.json")
+    tok = TextTokenizer(SMALL_MODEL_DIR / "tokenizer.json")
     shape = dict(hidden_size=64, num_layers=2, num_heads=4, num_kv_heads=2, intermediate_size=128,
                  max_position_embeddings=1024)
     shape.update(overrides)
@@ -25,7 +25,7 @@ def write_tiny_native(out: Path, seed: int = 0, **overrides) -> Path:
         if p.dim() == 2:
             torch.nn.init.normal_(p, std=0.3)  # peaky logits, so some tokens clear a threshold
     save_native(model, out, dtype=torch.float32)
-    shutil.copy(DEFAULT_MODEL_DIR / "tokenizer.json", out / "tokenizer.json")
+    shutil.copy(SMALL_MODEL_DIR / "tokenizer.json", out / "tokenizer.json")
     return out
 
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from dllm_engine.checkpoint import DEFAULT_MODEL_DIR
+from dllm_engine.checkpoint import SMALL_MODEL_DIR
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest, ScoreRequest
 
 PREFIX = "def mean(values):\n    total = 0\n    for v in values:\n        total += v\n    return "
@@ -15,9 +15,9 @@ def engine(default_engine):
 
 
 def test_default_model_is_the_shipped_checkpoint(engine):
-    assert engine.loaded.path == DEFAULT_MODEL_DIR
-    assert engine.model_name == "default"
-    assert (DEFAULT_MODEL_DIR / "model.safetensors").stat().st_size <= 40 * 2**20
+    assert engine.loaded.path == SMALL_MODEL_DIR
+    assert engine.model_name == "small"
+    assert (SMALL_MODEL_DIR / "model.safetensors").stat().st_size <= 40 * 2**20
 
 
 def test_default_model_fills_and_reuses_its_cache(engine):

@@ -109,7 +109,7 @@ def test_fused_projections_give_the_same_logits(tiny_model):
     assert state.keys() == after.keys() and all(torch.equal(state[k], after[k]) for k in state)
 
 
-@pytest.mark.parametrize("model", ["tiny", "default"])
+@pytest.mark.parametrize("model", ["tiny", "small"])
 def test_engine_finishes_every_hole_with_the_delayed_cache(tiny_model, model):
     engine = Engine(EngineConfig(model=str(tiny_model) if model == "tiny" else None, threads=1))
     computed: list[int] = []  # slots run through the model, per pass

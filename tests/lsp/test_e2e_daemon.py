@@ -73,7 +73,7 @@ async def test_daemon_serves_and_cancels(client, daemon):
     open_doc(client, URI, "def add(a, b):\n    return \n")
     await inline(client, URI, 1, 11)
     stats = await command(client, "dllm.serverStats")
-    assert stats["lastResult"]["model"] == "default" and stats["lastResult"]["passes"] >= 1
+    assert stats["lastResult"]["model"] == "small" and stats["lastResult"]["passes"] >= 1
     assert stats["engineHealth"]["status"] == "ok"
 
     # Supersede a request in flight: its HTTP request is dropped, which cancels it in the daemon.

@@ -47,7 +47,7 @@ async def test_default_model_serves_completions_and_edits(client):
     stats = await command(client, "dllm.serverStats")
     assert stats["engineRequests"] == before["engineRequests"] + 1
     last = stats["lastResult"]
-    assert last["model"] == "default" and last["passes"] >= 1
+    assert last["model"] == "small" and last["passes"] >= 1
     for item in items:  # whatever survived shaping sits at the cursor
         assert item.insert_text and item.range.start == pos(4, 11)
 

@@ -10,9 +10,9 @@ from dllm_engine.training.corpus import build_manifest
 from dllm_engine.training.packages import is_permissive, license_of
 from dllm_engine.training.token_data import TokenCorpus, build_token_file
 
-from dllm_engine.checkpoint import DEFAULT_MODEL_DIR
+from dllm_engine.checkpoint import SMALL_MODEL_DIR
 
-TOKENIZER = DEFAULT_MODEL_DIR / "tokenizer.json"
+TOKENIZER = SMALL_MODEL_DIR / "tokenizer.json"
 
 
 def test_manifest_excludes_tests_and_humaneval_and_token_file_round_trips(tmp_path, tokenizer):

@@ -103,7 +103,7 @@ def test_heldout_texts_from_token_files_match_the_files(tiny_data):
 @needs_data
 def test_real_engine_on_a_freshly_trained_checkpoint(tiny_data, tmp_path):
     """End to end: train a tiny model, then evaluate it through the in-process engine (oracle and variable)."""
-    from dllm_engine.checkpoint import DEFAULT_MODEL_DIR
+    from dllm_engine.checkpoint import SMALL_MODEL_DIR
     from dllm_engine.clients import InProcessClient
     from dllm_engine.tokenizer import TextTokenizer
     from dllm_engine.training.batches import StreamConfig
@@ -111,10 +111,10 @@ def test_real_engine_on_a_freshly_trained_checkpoint(tiny_data, tmp_path):
 
     tiny = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64}
     Trainer(TrainConfig(out_dir=tmp_path / "run", data_dir=tiny_data / "train", heldout_dir=tiny_data / "heldout",
-                        tokenizer=DEFAULT_MODEL_DIR / "tokenizer.json", model=tiny, max_steps=2, eval_every=2,
+                        tokenizer=SMALL_MODEL_DIR / "tokenizer.json", model=tiny, max_steps=2, eval_every=2,
                         eval_batches=1, stream=StreamConfig(batch_size=2, context_budget=32))).run(on_log=lambda r: None)
     tasks = load_humaneval("single-line", limit=2, stride=300)
-    trim = ContextTrimmer(TextTokenizer(DEFAULT_MODEL_DIR / "tokenizer.json"), 96)
+    trim = ContextTrimmer(TextTokenizer(SMALL_MODEL_DIR / "tokenizer.json"), 96)
     client = InProcessClient(model=str(tmp_path / "run" / "best"), threads=1)
     arms = [Arm("oracle", oracle_length=True, threshold=1.0), Arm("variable", threshold=0.9)]
 

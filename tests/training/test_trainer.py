@@ -8,9 +8,9 @@ from dllm_engine.checkpoint import load
 from dllm_engine.training.batches import StreamConfig
 from dllm_engine.training.trainer import Trainer, TrainConfig, lr_at
 
-from dllm_engine.checkpoint import DEFAULT_MODEL_DIR
+from dllm_engine.checkpoint import SMALL_MODEL_DIR
 
-TOKENIZER = DEFAULT_MODEL_DIR / "tokenizer.json"
+TOKENIZER = SMALL_MODEL_DIR / "tokenizer.json"
 
 TINY = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64}
 
@@ -78,12 +78,12 @@ def test_init_continues_from_a_checkpoint_and_keeps_its_history(tiny_data, tmp_p
 
     import torch
 
-    from dllm_engine.checkpoint import DEFAULT_MODEL_DIR, load
+    from dllm_engine.checkpoint import SMALL_MODEL_DIR, load
     from dllm_engine.training.batches import StreamConfig
     from dllm_engine.training.trainer import Trainer, TrainConfig
 
     tiny = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64}
-    common = dict(data_dir=tiny_data / "train", tokenizer=DEFAULT_MODEL_DIR / "tokenizer.json", model=tiny,
+    common = dict(data_dir=tiny_data / "train", tokenizer=SMALL_MODEL_DIR / "tokenizer.json", model=tiny,
                   stream=StreamConfig(batch_size=2, context_budget=32), eval_every=1000)
     first = Trainer(TrainConfig(out_dir=tmp_path / "a", max_steps=2, **common))
     first.run(on_log=lambda r: None)
@@ -100,12 +100,12 @@ def test_exported_config_records_the_trained_context(tiny_data, tmp_path):
     """The engine trims contexts to config.extra.context_tokens: every export must carry it."""
     import json
 
-    from dllm_engine.checkpoint import DEFAULT_MODEL_DIR
+    from dllm_engine.checkpoint import SMALL_MODEL_DIR
     from dllm_engine.training.batches import StreamConfig
     from dllm_engine.training.trainer import Trainer, TrainConfig
 
     tiny = {"hidden_size": 32, "num_layers": 2, "num_heads": 2, "num_kv_heads": 1, "intermediate_size": 64}
-    Trainer(TrainConfig(out_dir=tmp_path / "a", data_dir=tiny_data / "train", tokenizer=DEFAULT_MODEL_DIR / "tokenizer.json",
+    Trainer(TrainConfig(out_dir=tmp_path / "a", data_dir=tiny_data / "train", tokenizer=SMALL_MODEL_DIR / "tokenizer.json",
                         model=tiny, stream=StreamConfig(batch_size=2, context_budget=48), max_steps=1,
                         eval_every=1000)).run(on_log=lambda r: None)
     cfg = json.loads((tmp_path / "a" / "last" / "config.json").read_text())["dllm_lsp_config"]

@@ -36,14 +36,14 @@ def make_client(args):
 
 def load_tokenizer(model: str | None):
     """The evaluated model's tokenizer (the embedded one for endpoints or folders without one)."""
-    from ..checkpoint import DEFAULT_MODEL_DIR, resolve_model_path
+    from ..checkpoint import SMALL_MODEL_DIR, resolve_model_path
     from ..tokenizer import TextTokenizer
 
     try:
         path = resolve_model_path(model) / "tokenizer.json"
     except Exception:  # a hub id not in the local cache: count with our tokenizer
-        path = DEFAULT_MODEL_DIR / "tokenizer.json"
-    return TextTokenizer(path if path.exists() else DEFAULT_MODEL_DIR / "tokenizer.json")
+        path = SMALL_MODEL_DIR / "tokenizer.json"
+    return TextTokenizer(path if path.exists() else SMALL_MODEL_DIR / "tokenizer.json")
 
 
 DEFAULT_CONTEXT_TOKENS = 1024  # for checkpoints that do not say what window they were trained with

@@ -112,9 +112,9 @@ def heldout_sources(manifest_path: Path | None = None, token_dir: Path | None = 
         corpus = TokenCorpus.open(token_dir)
         tok_path = Path(corpus.meta["tokenizer"])
         if not tok_path.exists():
-            from ..checkpoint import DEFAULT_MODEL_DIR
+            from ..checkpoint import SMALL_MODEL_DIR
 
-            tok_path = DEFAULT_MODEL_DIR / "tokenizer.json"
+            tok_path = SMALL_MODEL_DIR / "tokenizer.json"
         tok = TextTokenizer(tok_path)
         names = corpus.meta.get("files") or [f"file{i}" for i in range(corpus.num_files)]
         return [(names[i], tok.decode(corpus.file(i).tolist())) for i in range(corpus.num_files)]

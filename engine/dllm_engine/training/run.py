@@ -15,11 +15,11 @@ import json
 import sys
 from pathlib import Path
 
-from ..checkpoint import DEFAULT_MODEL_DIR
+from ..checkpoint import SMALL_MODEL_DIR
 from .batches import StreamConfig
 from .objective import LossConfig
 
-DEFAULT_TOKENIZER = DEFAULT_MODEL_DIR / "tokenizer.json"
+DEFAULT_TOKENIZER = SMALL_MODEL_DIR / "tokenizer.json"
 
 # The one-shot single-GPU recipe (benchmarks/gpu_train.sh): ~19M params, so the bf16
 # checkpoint (~38 MB) still fits the repository's 40 MB limit and can be shipped.

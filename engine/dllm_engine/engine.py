@@ -360,10 +360,11 @@ class Engine:
                     fresh[row, : a.frozen.numel()] &= ~a.frozen
             logits, canvas_kv = self.runner.canvas_logits_delayed(
                 [a.context for a in active], canvases, lengths, masked, fresh, [a.canvas_kv for a in active])
-        elif compact:
-            logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows, compact=True)
-        else:
-            logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows)
+        else:  # absorb: under block decoding, finished blocks join each hole's own context
+            extra = {"absorb": True} if window is not None else {}
+            if compact:
+                extra["compact"] = True
+            logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows, **extra)
         healed = [row for row, a in enumerate(active) if a.first_allowed is not None]
         if healed:  # a healed prefix: while slot 0 is masked, its token must extend the backed-up word
             self._restrict_first_slot(logits, canvases, masked, active, healed, compact or delayed)
@@ -394,7 +395,7 @@ class Engine:
                 went_in_committed = fresh[row, :n] & ~masked[row, :n]
                 a.frozen = went_in_committed if a.frozen is None else a.frozen | went_in_committed
             a.canvas = self.runner.edit_canvas(new_canvases[row, :n].clone(), commit[row, :n], a.max_tokens)
-            if a.remask_budget > 0:
+            if a.remask_budget > 0 and window is None:  # a finished block is final (and may be in the context)
                 remask(a, self.special, out.token_prob[row], commit[row])
             reason = advance(a, self.special)
             forget_rewritten(a, new_canvases[row, :n])

@@ -19,28 +19,18 @@ def native_context_ids(prefix_ids: list[int], suffix_ids: list[int], cfg: ModelC
     return [*bos, cfg.suffix_token_id, *suffix_ids, cfg.prefix_token_id, *prefix_ids]
 
 
-def block_of_rows(width: int, block: int, device: torch.device) -> torch.Tensor:
-    """long [1 + width]: the decoding block of each row of a shifted canvas pass, whose
-    row 0 is the context's last token (block -1: it sees the context alone, so its logits
-    are the base's own next-token head) and row 1 + j is canvas slot j. `block` 0: one block."""
-    slots = torch.arange(width, device=device) // (block or max(width, 1))
-    return torch.cat((torch.full((1,), -1, device=device, dtype=slots.dtype), slots))
-
-
-def shifted_canvas_mask(context_lens: torch.Tensor, t_max: int, canvas_lens: torch.Tensor,
-                        width: int, block: int) -> torch.Tensor:
-    """bool [B, 1, 1+W, Tmax+1+W] for a shifted canvas pass (rows: the context's last token,
-    then the W canvas slots): every row sees its own context; among the pass's rows, a row
-    sees the rows of its own block and of earlier blocks (causal between blocks,
-    bidirectional inside one), and never a padding slot past canvas_lens[b]."""
+def shifted_canvas_mask(context_lens: torch.Tensor, t_max: int, blocks: torch.Tensor,
+                        real: torch.Tensor) -> torch.Tensor:
+    """bool [B, 1, R, Tmax+R] for the R rows of a shifted canvas pass (block_decoding.py):
+    every row sees its own context; among the pass's rows, row r sees row c when
+    blocks[b, c] <= blocks[b, r] (causal between blocks, bidirectional inside one) and
+    `real[b, c]` (never a padding row)."""
     dev = context_lens.device
+    rows = blocks.shape[1]
     ctx_ok = torch.arange(t_max, device=dev)[None] < context_lens[:, None]  # [B, Tmax]
-    blk = block_of_rows(width, block, dev)
-    sees = blk[None, :] <= blk[:, None]  # [1+W, 1+W]
-    real = torch.arange(1 + width, device=dev)[None] <= canvas_lens[:, None]  # [B, 1+W]: row 0 always
-    canvas_ok = sees[None] & real[:, None, :]  # [B, 1+W, 1+W]
-    rows = torch.cat((ctx_ok[:, None, :].expand(-1, 1 + width, -1), canvas_ok), dim=-1)
-    return rows[:, None]
+    sees = (blocks[:, None, :] <= blocks[:, :, None]) & real[:, None, :]  # [B, R, R]
+    out = torch.cat((ctx_ok[:, None, :].expand(-1, rows, -1), sees), dim=-1)
+    return out[:, None]
 
 
 def causal_mask(past_len: int, new_len: int, device: torch.device) -> torch.Tensor:

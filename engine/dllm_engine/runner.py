@@ -24,7 +24,8 @@ import torch
 
 from .checkpoint import LoadedModel
 from .context_cache import PrefixCache
-from .layout import causal_mask, native_context_ids, shifted_canvas_mask
+from .block_decoding import shifted_canvas_logits
+from .layout import causal_mask, native_context_ids
 from .model import SlotWrite
 from .ops import CanvasSpec
 from .protocol import ProtocolError
@@ -66,6 +67,8 @@ class EncodedContext:
     length: int
     reused: int  # tokens served by the cache
     last_id: int = -1  # shifted-logit bases: the context's last token, held out of the cache
+    ids: torch.Tensor | None = None  # the cached tokens (block decoding extends them)
+    absorbed: int = 0  # block decoding: leading canvas slots already folded into this context
     serial: int = field(default_factory=itertools.count().__next__)  # identity for batch re-use
 
 
@@ -116,7 +119,8 @@ class ModelRunner:
         prefix one by one. A context that does not fit comes back as its ProtocolError."""
         out: list[EncodedContext | ProtocolError | None] = [None] * len(requests)
         fresh: list[tuple[int, torch.Tensor]] = []
-        lasts = [-1] * len(requests)
+        lasts: list[int] = [-1] * len(requests)
+        cached: list[torch.Tensor | None] = [None] * len(requests)
         for i, (prefix_ids, suffix_ids, room) in enumerate(requests):
             try:
                 ids = self._context_ids(prefix_ids, suffix_ids, room)
@@ -124,6 +128,7 @@ class ModelRunner:
                 out[i] = exc
                 continue
             ids, lasts[i] = self._hold_out_last(ids)
+            cached[i] = ids
             # A long cached prefix (a keystroke) is cheaper alone; a few shared tokens
             # (every native context starts with `<suf>`) are recomputed in the batch.
             if self.cache.lookup(ids, count=False)[2] >= BATCH_REUSE_BELOW or len(requests) == 1:
@@ -135,9 +140,9 @@ class ModelRunner:
         elif fresh:
             for i, ctx in zip((i for i, _ in fresh), self._encode_fresh([ids for _, ids in fresh])):
                 out[i] = ctx
-        for ctx, last in zip(out, lasts):
+        for ctx, last, ids in zip(out, lasts, cached):
             if isinstance(ctx, EncodedContext):
-                ctx.last_id = last
+                ctx.last_id, ctx.ids = last, ids
         return out  # type: ignore[return-value]
 
     def _hold_out_last(self, ids: torch.Tensor) -> tuple[torch.Tensor, int]:
@@ -172,7 +177,7 @@ class ModelRunner:
     def encode_context(self, prefix_ids: list[int], suffix_ids: list[int], canvas_room: int) -> EncodedContext:
         ids, last = self._hold_out_last(self._context_ids(prefix_ids, suffix_ids, canvas_room))
         ctx = self._encode(ids)
-        ctx.last_id = last
+        ctx.last_id, ctx.ids = last, ids
         return ctx
 
     def _encode(self, ids: torch.Tensor) -> EncodedContext:
@@ -220,15 +225,17 @@ class ModelRunner:
 
     @torch.inference_mode()
     def canvas_logits(self, contexts: list[EncodedContext], canvases: torch.Tensor, canvas_lens: torch.Tensor,
-                      rows: torch.Tensor | None = None, compact: bool = False) -> torch.Tensor:
+                      rows: torch.Tensor | None = None, compact: bool = False, absorb: bool = False) -> torch.Tensor:
         """Logits [B, L, V] for canvases [B, L] (rows padded past canvas_lens[b]).
 
         With `rows` (bool [B, L]) only those slots get logits (the others are zero);
         with `compact` too, only those slots come back, [M, V] in row-major order
         (no [B, L, V] tensor to zero and scatter into: a tenth of a batched pass on a CPU).
+        `absorb` (the engine's own holes, block decoding): finished blocks join their hole's
+        context (block_decoding.py), so a pass runs only the current block.
         """
         if self.shifted:
-            return self._shifted_canvas_logits(contexts, canvases, canvas_lens, rows, compact)
+            return shifted_canvas_logits(self, contexts, canvases, canvas_lens, rows, compact, absorb)
         b, length = canvases.shape
         batch = self._stack_contexts(contexts, length)
         ctx_lens, t_max = batch.lens, batch.t_max
@@ -251,34 +258,6 @@ class ModelRunner:
         blk = torch.arange(width, device=canvases.device)[None] // self.block  # [1, W]
         first = torch.where(masked, blk, torch.full_like(blk, width)).min(-1).values  # [B]
         return blk == first[:, None]
-
-    def _shifted_canvas_logits(self, contexts: list[EncodedContext], canvases: torch.Tensor,
-                               canvas_lens: torch.Tensor, rows: torch.Tensor | None, compact: bool) -> torch.Tensor:
-        """canvas_logits for a shifted-logit model: rows [last context token, slot 0..W-1],
-        slot j read from row j. Block decoding runs only up to the furthest current block
-        (later slots are seen by nothing this pass)."""
-        b, width = canvases.shape
-        masked = rows if rows is not None else torch.ones_like(canvases, dtype=torch.bool)
-        run = width
-        if self.block and rows is not None and bool(rows.any()):  # up to the end of the last slot asked for
-            last = int(torch.arange(width, device=self.device)[None].expand(b, -1)[rows].max())
-            run = min(width, (last // self.block + 1) * self.block)
-        batch = self._stack_contexts(contexts, width + 1)
-        ctx_lens, t_max = batch.lens, batch.t_max
-        last_ids = torch.tensor([c.last_id for c in contexts], dtype=torch.long, device=self.device)
-        ids = torch.cat((last_ids[:, None], canvases[:, :run]), dim=1)  # [B, 1+run]
-        positions = ctx_lens[:, None] + torch.arange(1 + run, device=self.device)[None]
-        mask = shifted_canvas_mask(ctx_lens, t_max, canvas_lens, run, self.block or width)
-        past = [(k, v, t_max) for k, v in batch.kv]
-        want = torch.zeros((b, 1 + run), dtype=torch.bool, device=self.device)
-        want[:, :run] = masked[:, :run]  # slot j's logits come from row j
-        if compact and rows is not None:
-            logits, _ = self.model(ids, positions, mask=mask, past=past, logits_rows=want, compact=True)
-            return logits
-        logits, _ = self.model(ids, positions, mask=mask, past=past, logits_rows=want)
-        out = logits.new_zeros(b, width, logits.shape[-1])
-        out[:, :run] = logits[:, :run]
-        return out
 
     @torch.inference_mode()
     def canvas_logits_delayed(self, contexts: list[EncodedContext], canvases: torch.Tensor, canvas_lens: torch.Tensor,

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from .tasks import DEFAULT_DATA_DIR
 
-ARM_KEYS = {"empty": 0, "var-thr": 1, "var-1": 2, "ora-thr": 3, "ora-1": 4, "line-thr": 5, "line-1": 6}
+ARM_KEYS = {"empty": 0, "var-thr": 1, "var-1": 2, "ora-thr": 3, "ora-1": 4, "line-thr": 5, "line-1": 6,
+            "line-prefix": 7}
 
 
 def add_arguments(p) -> None:

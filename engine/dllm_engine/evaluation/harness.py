@@ -32,6 +32,7 @@ class Arm:
     empty: bool = False
     line: bool = False  # stop at the first newline, as the server's single-line completions do
     canvas_cache: str = "exact"  # DiffusionParams.canvas_cache
+    prefix_only: bool = False  # the suffix dropped: what the model gives without the code after the hole
 
 
 LINE_BENCHMARKS = ("single-line", "heldout-line")
@@ -46,6 +47,10 @@ def default_arms(threshold: float = 0.9, canvas_cache: str = "exact") -> list[Ar
                                 ("line mode", False, True)):
         for thr, decoding in ((threshold, f"threshold {threshold}"), (1.0, "1 token/pass")):
             arms.append(Arm(f"{label}, {decoding}{tag}", oracle, thr, line=line, canvas_cache=canvas_cache))
+    # The reference point of a left-to-right model that never sees the suffix (for a base in
+    # blocks of 1 this is the base's own autoregressive decoding of the prefix).
+    arms.append(Arm(f"line mode, prefix only, threshold {threshold}{tag}", False, threshold, line=True,
+                    canvas_cache=canvas_cache, prefix_only=True))
     return arms
 
 
@@ -94,7 +99,7 @@ class ContextTrimmer:
 async def fill_one(client, task: Task, arm: Arm, trim: ContextTrimmer, max_tokens: int) -> Outcome:
     if arm.empty:
         return Outcome(task.task_id, task.benchmark, arm.name, fill="")
-    prefix, suffix = trim(task.prefix, task.suffix)
+    prefix, suffix = trim(task.prefix, "" if arm.prefix_only else task.suffix)
     if arm.oracle_length:
         n = max(1, min(1024, trim.count(task.middle)))
         hole = Hole(prefix=prefix, suffix=suffix, max_tokens=n, bucket=n)

@@ -1,0 +1,122 @@
+"""Canvas passes for a shifted-logit model in the native layout, optionally in blocks.
+
+A pretrained autoregressive base reads slot j's token from the row before it. The
+runner holds the context's last token out of the cache and runs it as row 0 of each
+pass (it sees the context alone, so slot 0 gets the base's own next-token head); the
+next rows are canvas slots, and slot j's logits come from the row before slot j.
+
+Block decoding (`decode_block` B > 0): blocks of B slots, causal between blocks and
+bidirectional inside one, committed left to right. A finished block is final and sees
+nothing after it, exactly like context tokens. So with `absorb` (the engine's own
+holes) a pass runs [last token, slots finished since the last pass (causal), the
+current block], and afterwards the finished rows' K/V are appended to the hole's
+context in the prefix cache (in place when the hole owns the entry's tail): each pass
+runs one block plus the slots just finished. With B = 1 that is the base's own
+incremental decoding after reading the suffix: two rows a pass, not the whole canvas.
+Without `absorb` (scoring), every row from the first canvas slot runs.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .layout import shifted_canvas_mask
+
+
+def current_block_starts(canvases: torch.Tensor, lens: torch.Tensor, block: int, mask_id: int) -> torch.Tensor:
+    """long [B]: the first slot of each canvas's first block that still holds a mask (at most its length)."""
+    width = canvases.shape[1]
+    slot = torch.arange(width, device=canvases.device)[None].expand_as(canvases)
+    real = slot < lens[:, None]
+    first = torch.where((canvases == mask_id) & real, slot, torch.full_like(slot, width)).min(-1).values
+    return torch.minimum((first // block) * block, lens)
+
+
+def shifted_canvas_logits(runner, contexts, canvases: torch.Tensor, canvas_lens: torch.Tensor,
+                          rows: torch.Tensor | None, compact: bool, absorb: bool) -> torch.Tensor:
+    """canvas_logits for a shifted-logit model (see the module docstring); the same contract
+    as ModelRunner.canvas_logits: [B, W, V], or [M, V] for `rows` with `compact`."""
+    b, width = canvases.shape
+    block, dev = runner.block, runner.device
+    offset = torch.tensor([c.absorbed for c in contexts], device=dev)  # slots already in each context
+    if absorb and block:
+        done = current_block_starts(canvases, canvas_lens, block, runner.config.mask_token_id) - offset
+    else:
+        done = torch.zeros_like(offset)
+    lens = canvas_lens - offset  # canvas slots from the first not in the context
+    want_slots = torch.arange(width, device=dev)[None] < canvas_lens[:, None]
+    if rows is not None:
+        want_slots = want_slots & rows
+    # Rows of the pass, per canvas: [last token, slots offset .. offset + run - 1]; slot
+    # offset + j is read from row j (the row before it). Run up to the last slot asked for (its block's end
+    # under block decoding: the block is bidirectional; with blocks of 1 its own row is
+    # seen by nothing).
+    slot = torch.arange(width, device=dev)[None].expand(b, -1)
+    last_wanted = torch.where(want_slots, slot, torch.full_like(slot, -1)).max(-1).values - offset  # [B]
+    if block == 1:
+        need = last_wanted
+    elif block:
+        need = torch.where(last_wanted >= 0, (last_wanted // block + 1) * block, last_wanted + 1)
+    else:
+        need = lens
+    need = torch.minimum(torch.maximum(need, done), lens).clamp(min=0)
+    run = max(0, int(need.max()))
+    batch = runner._stack_contexts(contexts, run + 1)
+    ctx_lens, t_max = batch.lens, batch.t_max
+    src = (offset[:, None] + torch.arange(run, device=dev)[None]).clamp(max=width - 1)
+    last_ids = torch.tensor([c.last_id for c in contexts], dtype=torch.long, device=dev)
+    ids = torch.cat((last_ids[:, None], canvases.gather(1, src)), dim=1)  # [B, 1 + run]
+    positions = ctx_lens[:, None] + torch.arange(1 + run, device=dev)[None]
+    # Block ids: row 0 and the finished rows are causal (each its own block, before any
+    # current one); the current blocks follow, bidirectional inside each.
+    r = torch.arange(1 + run, device=dev)[None]
+    inside = (r - 1 - done[:, None]).clamp(min=0) // (block or max(run, 1))
+    blocks = torch.where(r <= done[:, None], r - done[:, None] - 1, inside)
+    real = r <= need[:, None]
+    mask = shifted_canvas_mask(ctx_lens, t_max, blocks, real)
+    past = [(k, v, t_max) for k, v in batch.kv]
+    # Row j's output is slot offset + j's prediction.
+    target = offset[:, None] + r  # [B, 1 + run]
+    want = want_slots.gather(1, target.clamp(max=width - 1)) & (target < canvas_lens[:, None]) & real
+    fold = absorb and block and bool((done > 0).any())
+    logits, new_kv = runner.model(ids, positions, mask=mask, past=past, logits_rows=want,
+                                  compact=compact and rows is not None, return_kv=fold)
+    if fold:
+        _append_finished(runner, contexts, canvases, offset, done, new_kv)
+    if compact and rows is not None:
+        return logits  # row-major over (canvas, slot): the same order as rows.nonzero()
+    out = logits.new_zeros(b, width, logits.shape[-1])
+    for i in range(b):  # back to the caller's slots
+        n = min(1 + run, width - int(offset[i]))
+        out[i, int(offset[i]):int(offset[i]) + n] = logits[i, :n]
+    return out
+
+
+def _append_finished(runner, contexts, canvases, offset, done, new_kv) -> None:
+    """After the pass: the context's held-out token and the finished slots but the newest
+    join the context (their K/V from this pass are exact); the newest becomes the held-out
+    token. Contexts change in place: these are the engine's own per-hole objects."""
+    for i, ctx in enumerate(contexts):
+        n = int(done[i])  # finished slots not yet in the context: rows 0 .. n-1 join it
+        if n <= 0:
+            continue
+        start = int(offset[i]) + n
+        finished = canvases[i, int(offset[i]):start].cpu()
+        ids = torch.cat((ctx.ids, torch.tensor([ctx.last_id]), finished[:-1]))
+        kv = torch.stack([torch.stack((k[i, :, :n], v[i, :, :n])) for k, v in new_kv])  # [layers, 2, Hkv, n, D]
+        have = ctx.ids.numel()
+        key, entry, reuse = runner.cache.lookup(ids, full=True)
+        if entry is not None and reuse >= have:  # the hole's own entry (or one that holds more of it)
+            extra = kv[:, :, :, reuse - have:]
+            stored = runner.cache.store(ids, key, reuse, extra) if extra.shape[3] else entry
+            ctx.kv = stored.buf[:, :, :, :ids.numel()]
+        else:  # its entry was evicted meanwhile: encode the context again
+            ctx.kv = runner._encode(ids).kv
+        ctx.length, ctx.ids = ids.numel(), ids
+        ctx.last_id, ctx.absorbed = int(finished[-1]), start
+        ctx.serial = next(_serials)  # a new identity: batch buffers stacked from the old K/V are stale
+
+
+import itertools  # noqa: E402
+
+_serials = itertools.count(10**12)

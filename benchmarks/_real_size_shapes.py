@@ -90,5 +90,5 @@ SHAPES = {"dream-1.5b": dream_1_5b, "dream-coder-7b": dream_coder_7b, "diffucode
           "llada-8b": llada_8b, "diffusion-gemma": diffusion_gemma}
 
 
-def write_shape(name: str, folder: Path) -> int:
-    return SHAPES[name](folder)
+def write_shape(name: str, folder: Path, **options) -> int:
+    return SHAPES[name](folder, **options)

@@ -94,6 +94,7 @@ def main(argv=None) -> None:
     ap.add_argument("--context", type=int, default=64)
     ap.add_argument("--canvas", type=int, default=16)
     ap.add_argument("--threads", type=int, default=2)
+    ap.add_argument("--gemma-layers", type=int, default=None, help="DiffusionGemma text layers (default: 6 of 30)")
     ap.add_argument("--dir", default=None, help="where to write checkpoints (default: a temp dir on local disk)")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -106,11 +107,14 @@ def main(argv=None) -> None:
         work = Path(tempfile.mkdtemp(prefix=f"realsize-{shape}-", dir=args.dir))
         try:
             t0 = time.perf_counter()
-            on_disk = write_shape(shape, work)
+            on_disk = write_shape(shape, work, **({"layers": args.gemma_layers}
+                                                   if shape == "diffusion-gemma" and args.gemma_layers else {}))
             written = time.perf_counter() - t0
             for tree in trees:
                 cold = drop_caches()
                 r = measure(tree, work, args)
+                if Path(r["code"]) != tree:
+                    raise SystemExit(f"the child ran {r['code']}, not {tree} (PYTHONPATH not honoured?)")
                 grow = r["peak"] - r["rss_before"]
                 code = "this tree" if tree == ROOT else tree.name
                 print(f"| {shape} | {code} | {on_disk / 2**30:.2f} GiB | {r['load_s']:.1f}{'' if cold else ' (warm)'} | "

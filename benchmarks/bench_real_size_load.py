@@ -113,6 +113,8 @@ def main(argv=None) -> None:
             for tree in trees:
                 cold = drop_caches()
                 r = measure(tree, work, args)
+                if not r["finite"]:
+                    print(f"<!-- {shape}: the forward gave non-finite logits -->")
                 if Path(r["code"]) != tree:
                     raise SystemExit(f"the child ran {r['code']}, not {tree} (PYTHONPATH not honoured?)")
                 grow = r["peak"] - r["rss_before"]

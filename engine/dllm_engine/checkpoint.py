@@ -16,11 +16,13 @@ from pathlib import Path
 
 import torch
 from torch import nn
-from safetensors import SafetensorError, safe_open
 from safetensors.torch import save_file
 
 from .model import DiffusionTransformer, rope_inv_freq
 from .model_config import CheckpointError, ModelConfig
+from .placement import fused_groups, place_weights
+from .room import check_disk, check_memory
+from .shards import ShardReader, check_float, read_header
 from .tokenizer import TextTokenizer
 
 # The small from-scratch model shipped in the package (fast; selectable as "small").
@@ -103,36 +105,29 @@ def weight_files(path: Path) -> dict[str, Path]:
     single = path / SINGLE_FILE
     if not single.exists():
         raise CheckpointError(f"{path}: no {SINGLE_FILE} or {INDEX_FILE}")
-    try:
-        with safe_open(str(single), framework="pt") as f:
-            return {name: single for name in f.keys()}
-    except (SafetensorError, OSError) as exc:
-        raise CheckpointError(f"{single}: not a readable safetensors file: {exc}") from None
+    return {name: single for name in read_header(single)}
 
 
-def load_state(path: Path, rename=None) -> tuple[dict[str, torch.Tensor], dict[str, Path]]:
+def load_state(path: Path, rename=None, *, lazy: bool = False) -> tuple[dict, dict[str, Path]]:
+    """Our tensor name -> tensor (memory-mapped), or with `lazy` -> TensorRef (where its bytes
+    are, nothing read yet: `build_model` reads each once, into its final buffer). Every shard's
+    header is checked first (truncated file, tensor missing from the shard the index names,
+    a dtype the engine cannot load), so a broken checkpoint fails before any long work."""
     files = weight_files(path)
-    by_file: dict[Path, list[str]] = {}
-    for name, file in files.items():
-        by_file.setdefault(file, []).append(name)
+    headers = {file: read_header(file) for file in dict.fromkeys(files.values())}
     state, origin = {}, {}
-    for file, names in by_file.items():
-        try:
-            with safe_open(str(file), framework="pt") as f:  # memory-mapped reads
-                present = set(f.keys())
-                for name in names:
-                    ours = rename(name) if rename else name
-                    if ours is None:
-                        continue
-                    if name not in present:  # the shard index points at a shard without it
-                        raise CheckpointError(f"{file}: has no tensor {name!r} (the shard index says it does)")
-                    try:
-                        state[ours] = f.get_tensor(name)
-                    except (SafetensorError, OSError) as exc:
-                        raise CheckpointError(f"{file}: cannot read tensor {name!r}: {exc}") from None
-                    origin[ours] = file
-        except (SafetensorError, OSError) as exc:
-            raise CheckpointError(f"{file}: cannot read tensors: {exc}") from None
+    for name, file in files.items():
+        ours = rename(name) if rename else name
+        if ours is None:
+            continue
+        ref = headers[file].get(name)
+        if ref is None:  # the shard index points at a shard without it
+            raise CheckpointError(f"{file}: has no tensor {name!r} (the shard index says it does)")
+        check_float(ref)
+        state[ours], origin[ours] = ref, file
+    if not lazy:
+        reader = ShardReader()
+        state = {name: reader.mmap(ref) for name, ref in state.items()}
     return state, origin
 
 
@@ -161,7 +156,13 @@ def build_model(cfg: ModelConfig, state: dict[str, torch.Tensor], origin: dict[s
                 device: torch.device, dtype: torch.dtype, where: Path | None = None,
                 their_name=None) -> DiffusionTransformer:
     """`where`: the file that should list every tensor (index or single file); `their_name`:
-    our tensor name -> the checkpoint's, so errors speak the checkpoint's language."""
+    our tensor name -> the checkpoint's, so errors speak the checkpoint's language.
+
+    `state` holds tensors or TensorRefs (`load_state(lazy=True)`). Each weight is written
+    once, where it will live: q/k/v and gate/up straight into one buffer per layer (what
+    `fuse_projections` then uses without a copy), the rest memory-mapped when the dtype
+    matches on the CPU, else read and converted piece by piece onto `device`."""
+    device = torch.device(device)
     with torch.device("meta"), _no_weight_init():
         model = DiffusionTransformer(cfg)
     expected = model.state_dict()
@@ -183,7 +184,8 @@ def build_model(cfg: ModelConfig, state: dict[str, torch.Tensor], origin: dict[s
             raise CheckpointError(f"{origin[name]}: tensor {name_t!r} has shape {tuple(got.shape)}, config expects {tuple(want.shape)}")
         if not got.is_floating_point():
             raise CheckpointError(f"{origin[name]}: tensor {name!r} has dtype {got.dtype}, expected floating point")
-        state[name] = got.to(device=device, dtype=dtype)
+    check_memory(sum(w.numel() for w in expected.values()) * dtype.itemsize, device, dtype, where or Path("checkpoint"))
+    place_weights(state, fused_groups(cfg), device, dtype, ShardReader())
     model.load_state_dict(state, strict=False, assign=True)
     if cfg.tie_word_embeddings:
         model.lm_head.weight = model.model.embed_tokens.weight
@@ -208,7 +210,7 @@ def load(model: str | None, device: str | torch.device = "cpu", dtype: torch.dty
     if own_loader is not None:  # a family that runs through another implementation (DiffusionGemma)
         net = own_loader(path, cfg, device, dtype)
     else:
-        state, origin = load_state(path, rename)
+        state, origin = load_state(path, rename, lazy=True)
         where = path / INDEX_FILE if (path / INDEX_FILE).exists() else path / SINGLE_FILE
         net = build_model(cfg, state, origin, device, dtype, where, their_name)
     tok_file = path / "tokenizer.json"
@@ -220,6 +222,7 @@ def load(model: str | None, device: str | torch.device = "cpu", dtype: torch.dty
 def save_native(model: DiffusionTransformer, out: Path, dtype: torch.dtype = torch.bfloat16) -> None:
     """Write config.json + model.safetensors (tied head stored once)."""
     out.mkdir(parents=True, exist_ok=True)
+    check_disk(sum(p.numel() for p in model.state_dict().values()) * dtype.itemsize, out)
     model.config.save(out / "config.json")
     state = {k: v.detach().to(dtype).contiguous() for k, v in model.state_dict().items()}
     if model.config.tie_word_embeddings:

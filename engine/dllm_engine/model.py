@@ -137,10 +137,10 @@ class MLP(nn.Module):
 def _fuse_linears(*linears: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:
     """(weight, bias) of the linears stacked by output row; each linear's parameters
     become views into them (same storage, so later loads or edits stay in sync)."""
-    weight = torch.cat([lin.weight.detach() for lin in linears])
+    weight = _stacked([lin.weight.detach() for lin in linears])
     bias = None
     if linears[0].bias is not None:
-        bias = torch.cat([lin.bias.detach() for lin in linears])
+        bias = _stacked([lin.bias.detach() for lin in linears])
     row = 0
     for lin in linears:
         n = lin.weight.shape[0]
@@ -149,6 +149,19 @@ def _fuse_linears(*linears: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | Non
             lin.bias = nn.Parameter(bias[row:row + n], requires_grad=False)
         row += n
     return weight, bias
+
+
+def _stacked(parts: list[torch.Tensor]) -> torch.Tensor:
+    """torch.cat(parts), without the copy when the parts already sit back to back in one buffer
+    (checkpoint loading lays q/k/v and gate/up out that way: a cat would double them in memory)."""
+    first, offset = parts[0], parts[0].storage_offset()
+    for t in parts:
+        if (not t.is_contiguous() or t.dtype != first.dtype or t.storage_offset() != offset
+                or t.untyped_storage().data_ptr() != first.untyped_storage().data_ptr()):
+            return torch.cat(parts)
+        offset += t.numel()
+    size = (sum(t.shape[0] for t in parts), *first.shape[1:])
+    return first.new_empty(0).set_(first.untyped_storage(), first.storage_offset(), size)
 
 
 class Block(nn.Module):

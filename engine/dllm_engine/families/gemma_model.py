@@ -29,9 +29,16 @@ def load_diffusion_gemma(path: Path, cfg: ModelConfig, device: torch.device, dty
     from transformers.utils import logging as hf_logging
 
     from ..checkpoint import INDEX_FILE, SINGLE_FILE, weight_files
+    from ..room import check_memory
+    from ..shards import check_float, read_header
 
-    weight_files(path)  # the project's own checks: index readable, every shard present
+    # The project's own checks, before transformers reads anything: index readable, every
+    # shard present and complete, float dtypes only, room for the weights at `dtype`.
     where = path / INDEX_FILE if (path / INDEX_FILE).exists() else path / SINGLE_FILE
+    refs = [ref for file in dict.fromkeys(weight_files(path).values()) for ref in read_header(file).values()]
+    for ref in refs:
+        check_float(ref)
+    check_memory(sum(ref.numel for ref in refs) * dtype.itemsize, device, dtype, where)
     try:
         from transformers.models.diffusion_gemma import DiffusionGemmaForBlockDiffusion
     except ImportError:
@@ -47,7 +54,7 @@ def load_diffusion_gemma(path: Path, cfg: ModelConfig, device: torch.device, dty
     try:
         hf, info = DiffusionGemmaForBlockDiffusion.from_pretrained(
             str(path), local_files_only=True, use_safetensors=True, dtype=dtype,
-            output_loading_info=True, attn_implementation="sdpa")
+            output_loading_info=True, attn_implementation="sdpa", **_placement(device))
     except (OSError, ValueError, RuntimeError, KeyError, TypeError) as exc:
         raise CheckpointError(f"{where}: cannot load DiffusionGemma weights: {exc}") from None
     finally:
@@ -64,9 +71,22 @@ def load_diffusion_gemma(path: Path, cfg: ModelConfig, device: torch.device, dty
         raise CheckpointError(f"{where}: tensor with the wrong shape: {sorted(info['mismatched_keys'])[0]}")
     if info["unexpected_keys"]:
         raise CheckpointError(f"{where}: unexpected tensor {sorted(info['unexpected_keys'])[0]!r}")
-    hf = hf.to(device).eval()
+    hf = hf.to(device).eval()  # a no-op when device_map already put every tensor there
     cfg.extra["num_params"] = sum(p.numel() for p in hf.parameters())
     return GemmaModel(hf, cfg)
+
+
+def _placement(device: torch.device) -> dict:
+    """transformers >= 5 builds the model on the meta device and fills it from the memory-mapped
+    shards by itself; with `device_map` (which needs `accelerate`) it puts each tensor on the
+    device as it is read, instead of loading everything on the CPU and moving it afterwards."""
+    try:
+        import accelerate  # noqa: F401
+    except ImportError:
+        if device.type != "cpu":
+            log.warning("accelerate is not installed: DiffusionGemma loads on the CPU, then moves to %s", device)
+        return {}
+    return {"device_map": {"": str(device)}}
 
 
 class GemmaModel(nn.Module):

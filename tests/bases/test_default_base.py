@@ -111,3 +111,20 @@ def test_base_special_tokens_come_from_the_vocabulary(base_engine):
     assert tok.decode([cfg.prefix_token_id]) == base.prefix_marker
     assert tok.decode([cfg.mask_token_id]) == base.mask
     assert cfg.bos_token_id == tok.token_id(base.bos)
+
+
+def test_line_break_healing_only_where_the_vocabulary_merges_it(base_engine):
+    from dllm_engine.checkpoint import SMALL_MODEL_DIR
+    from dllm_engine.healing import TokenHealer
+    from dllm_engine.tokenizer import TextTokenizer
+
+    base_tok = base_engine.tokenizer
+    ids = base_tok.encode("for line in f:\n")
+    healer = TokenHealer(base_tok, base_engine.loaded.config.vocab_size, torch.device("cpu"))
+    kept, healed, allowed = healer.back_up(ids, base_tok.decode, words=False)
+    assert healed == "\n" and kept == ids[:-1]
+    assert allowed[base_tok.token_id("\u010a\u0120\u0120\u0120")]  # "\n   " (newline + indentation) may follow
+    small = TextTokenizer(SMALL_MODEL_DIR / "tokenizer.json")
+    small_ids = small.encode("for line in f:\n")
+    kept, healed, _ = TokenHealer(small, small.vocab_size, torch.device("cpu")).back_up(small_ids, small.decode)
+    assert healed == "" and kept == small_ids  # its newline is always a token of its own

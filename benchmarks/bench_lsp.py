@@ -1,6 +1,6 @@
 """Language-server latency: typing replayed through `dllm-lsp serve` over stdio.
 
-Measures, with the engine in process and the embedded default model:
+Measures, with the engine in process, for each model in --models (default: the default model):
 - keystroke to inline result: each keystroke sends didChange + textDocument/inlineCompletion
   (as VS Code does) at a fixed typing speed; the time to each response, p50 / p95
   (all responses, and responses carrying a suggestion), and, measured in the server,
@@ -35,6 +35,8 @@ from pathlib import Path
 
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
+
+from _bench_common import cpu_name
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(str(ROOT / p) for p in ("", "engine", "kernels")),
@@ -170,6 +172,8 @@ async def main() -> None:
     ap.add_argument("--starts", type=int, default=11, help="initialize timings per server")
     ap.add_argument("--max-passes", type=int, default=None, help="the diffusion.maxPasses setting")
     ap.add_argument("--skip-startup", action="store_true", help="only the typing replay")
+    ap.add_argument("--models", default="default",
+                    help="comma list of engine.model settings, replayed one after another (e.g. default,small)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -181,11 +185,16 @@ async def main() -> None:
             bare.append(await time_to_initialize(BARE))
         startup = {"dllm_ms": statistics.median(ours) * 1000, "bare_pygls_ms": statistics.median(bare) * 1000}
         startup["difference_ms"] = startup["dllm_ms"] - startup["bare_pygls_ms"]
-    settings = {"diffusion": {"maxPasses": args.max_passes}} if args.max_passes else {}
-    typing = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000, args.pause_after, settings)
+    typing = {}
+    for model in args.models.split(","):
+        settings = {"engine": {"model": model}}
+        if args.max_passes:
+            settings["diffusion"] = {"maxPasses": args.max_passes}
+        typing[model] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000, args.pause_after,
+                                     settings)
     report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
-              "interval_ms": args.interval_ms, "pause_ms": args.pause_ms,
-              "pause_after": args.pause_after, "settings": settings, "startup": startup, "typing": typing}
+              "cpu": cpu_name(), "interval_ms": args.interval_ms, "pause_ms": args.pause_ms,
+              "pause_after": args.pause_after, "max_passes": args.max_passes, "startup": startup, "typing": typing}
     print(json.dumps(report, indent=2) if args.json else "\n".join(f"{k}: {v}" for k, v in report.items()))
 
 

@@ -190,6 +190,8 @@ def build_model(cfg: ModelConfig, state: dict[str, torch.Tensor], origin: dict[s
     if cfg.tie_word_embeddings:
         model.lm_head.weight = model.model.embed_tokens.weight
     model.inv_freq = rope_inv_freq(cfg).to(device)
+    if any(model.local):
+        model.inv_freq_local = rope_inv_freq(cfg, cfg.rope_local_theta).to(device)
     return model.eval()
 
 

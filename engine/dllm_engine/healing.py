@@ -78,9 +78,18 @@ class TokenHealer:
         if not ((words and ends_in_word(word)) or is_line_break(word)):
             return prefix_ids, "", None
         allowed = self.allowed(word)
-        if allowed is None or (is_line_break(word) and int(allowed.sum()) < 2):
-            return prefix_ids, "", None  # nothing merges with this line break: it is a boundary
+        if allowed is None or (is_line_break(word) and not self.merges_indentation(word)):
+            return prefix_ids, "", None  # no token joins this line break to indentation: it is a boundary
         return prefix_ids[:-1], word, allowed
+
+    def merges_indentation(self, line_break: str) -> bool:
+        """Whether some token is this line break followed by blanks (SmolLM2's "\n   ")."""
+        for blank in BLANKS:
+            probe = line_break + blank
+            i = bisect.bisect_left(self._sorted, probe)
+            if i < len(self._sorted) and self._sorted[i].startswith(probe):
+                return True
+        return False
 
     def allowed(self, word: str) -> torch.Tensor | None:
         """bool [V]: tokens whose text starts with `word` (None if none does)."""

@@ -124,11 +124,18 @@ class MLP(nn.Module):
         self.down_proj = nn.Linear(cfg.intermediate_size, cfg.hidden_size, bias=False)
         self.kernels: ops.Force = None
         self.gate_up: tuple[torch.Tensor, None] | None = None  # fuse(): one GEMM for gate and up
+        self.gelu = cfg.hidden_act == "gelu_tanh"
 
     def fuse(self) -> None:
         self.gate_up = _fuse_linears(self.gate_proj, self.up_proj)
 
     def forward(self, x):
+        if self.gelu:  # GeGLU (Gemma): torch on every device (the Triton kernel is SwiGLU's)
+            if self.gate_up is not None:
+                gate, up = F.linear(x, *self.gate_up).chunk(2, dim=-1)
+            else:
+                gate, up = self.gate_proj(x), self.up_proj(x)
+            return self.down_proj(F.gelu(gate, approximate="tanh") * up)
         if self.gate_up is not None:
             return self.down_proj(ops.swiglu(F.linear(x, *self.gate_up), None, self.kernels))
         return self.down_proj(ops.swiglu(self.gate_proj(x), self.up_proj(x), self.kernels))
@@ -169,15 +176,25 @@ class Block(nn.Module):
         super().__init__()
         self.input_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
         self.self_attn = Attention(cfg)
-        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)  # before the MLP
         self.mlp = MLP(cfg)
+        if cfg.sandwich_norm:  # Gemma: the attention's and the MLP's outputs are normed too
+            self.post_attn_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+            self.post_mlp_norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
+        else:
+            self.post_attn_norm = self.post_mlp_norm = None
 
     def forward(self, x, cos, sin, mask, past, canvas=None, kv_only=False):
         attn, new_kv = self.self_attn(self.input_layernorm(x), cos, sin, mask, past, canvas, kv_only)
         if kv_only:
             return x, new_kv
+        if self.post_attn_norm is not None:
+            attn = self.post_attn_norm(attn)
         x = x + attn
-        return x + self.mlp(self.post_attention_layernorm(x)), new_kv
+        out = self.mlp(self.post_attention_layernorm(x))
+        if self.post_mlp_norm is not None:
+            out = self.post_mlp_norm(out)
+        return x + out, new_kv
 
 
 class Backbone(nn.Module):
@@ -188,11 +205,20 @@ class Backbone(nn.Module):
         self.norm = RMSNorm(cfg.hidden_size, cfg.rms_norm_eps)
 
 
-def rope_inv_freq(cfg: ModelConfig) -> torch.Tensor:
-    """RoPE's inverse frequencies, computed in float64 on the CPU (never on meta: a meta
-    arange runs through torch._refs, whose first call imports torch._dynamo, ~1.3 s)."""
+def rope_inv_freq(cfg: ModelConfig, theta: float | None = None) -> torch.Tensor:
+    """RoPE's inverse frequencies (base `theta`, default the config's), computed in float64 on
+    the CPU (never on meta: a meta arange runs through torch._refs, whose first call imports
+    torch._dynamo, ~1.3 s)."""
     steps = torch.arange(0, cfg.head_dim, 2, dtype=torch.float64, device="cpu")
-    return (1.0 / (cfg.rope_theta ** (steps / cfg.head_dim))).float()
+    return (1.0 / ((theta or cfg.rope_theta) ** (steps / cfg.head_dim))).float()
+
+
+def local_layers(cfg: ModelConfig) -> list[bool]:
+    """Per layer: whether it uses the local RoPE base (all but every `global_every`-th)."""
+    if not cfg.rope_local_theta:
+        return [False] * cfg.num_layers
+    every = cfg.global_every or cfg.num_layers + 1
+    return [(i + 1) % every != 0 for i in range(cfg.num_layers)]
 
 
 class DiffusionTransformer(nn.Module):
@@ -205,6 +231,9 @@ class DiffusionTransformer(nn.Module):
             self.lm_head.weight = self.model.embed_tokens.weight
         self.kernels: ops.Force = None
         self.register_buffer("inv_freq", rope_inv_freq(cfg), persistent=False)
+        self.local = local_layers(cfg)
+        if any(self.local):
+            self.register_buffer("inv_freq_local", rope_inv_freq(cfg, cfg.rope_local_theta), persistent=False)
 
     def fuse_projections(self) -> None:
         """For inference only: q/k/v and gate/up each as one matrix multiply per layer."""
@@ -218,9 +247,9 @@ class DiffusionTransformer(nn.Module):
             if hasattr(module, "kernels"):
                 module.kernels = force
 
-    def rope(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def rope(self, positions: torch.Tensor, inv_freq: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """cos/sin [B, 1, S, D] for integer positions [B, S] (computed in float32)."""
-        freqs = positions.float()[..., None] * self.inv_freq  # [B, S, D/2]
+        freqs = positions.float()[..., None] * (self.inv_freq if inv_freq is None else inv_freq)  # [B, S, D/2]
         emb = torch.cat((freqs, freqs), dim=-1)[:, None]
         return emb.cos(), emb.sin()
 
@@ -249,12 +278,19 @@ class DiffusionTransformer(nn.Module):
         (a sixth of the encode's FLOPs for a six-layer model, exactly the same K/V).
         """
         x = self.model.embed_tokens(ids)
+        if self.config.embed_scale != 1.0:  # in the embeddings' dtype, as Gemma does
+            x = x * torch.tensor(self.config.embed_scale, dtype=x.dtype)
         cos, sin = self.rope(positions)
         cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+        rope_local = None
+        if any(self.local):
+            cl, sl = self.rope(positions, self.inv_freq_local)
+            rope_local = (cl.to(x.dtype), sl.to(x.dtype))
         new_kv: KV = []
         last = len(self.model.layers) - 1
         for i, layer in enumerate(self.model.layers):
-            x, kv = layer(x, cos, sin, mask, past[i] if past is not None else None, canvas, kv_only and i == last)
+            c, s_ = rope_local if self.local[i] else (cos, sin)
+            x, kv = layer(x, c, s_, mask, past[i] if past is not None else None, canvas, kv_only and i == last)
             if return_kv or kv_only:
                 new_kv.append(kv)
         if kv_only:

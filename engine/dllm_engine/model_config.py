@@ -59,6 +59,17 @@ class ModelConfig:
     # this is the base's own left-to-right decoding, after reading the suffix first.
     bos_token_id: int = -1
     decode_block: int = 0
+    # Gemma-style bases: GeGLU (gelu with the tanh approximation) instead of SwiGLU; the
+    # embeddings scaled by sqrt(hidden) (a tied head cannot fold it into the weights); a
+    # norm after attention and after the MLP too (sandwich); two RoPE bases, the local one
+    # on every layer but each `global_every`-th. `sliding_window`: the local layers' span;
+    # the runner keeps every request inside it, so no layer ever needs the window mask.
+    hidden_act: str = "silu"
+    embed_scale: float = 1.0
+    sandwich_norm: bool = False
+    rope_local_theta: float = 0.0
+    global_every: int = 0
+    sliding_window: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -72,6 +83,8 @@ class ModelConfig:
             raise CheckpointError(f"unknown attention layout {self.attention!r}")
         if self.attention == "block" and self.block_size <= 0:
             raise CheckpointError("attention 'block' needs block_size > 0")
+        if self.hidden_act not in ("silu", "gelu_tanh"):
+            raise CheckpointError(f"hidden_act must be silu or gelu_tanh, got {self.hidden_act!r}")
         if self.decode_block < 0:
             raise CheckpointError(f"decode_block must be >= 0, got {self.decode_block}")
         if self.mask_token_id < 0:
@@ -83,7 +96,7 @@ class ModelConfig:
             return int(self.extra["num_params"])
         d, h, kv, hd, f, v, n = (self.hidden_size, self.num_heads, self.num_kv_heads, self.head_dim,
                                  self.intermediate_size, self.vocab_size, self.num_layers)
-        per_layer = d * hd * (h + 2 * kv) + h * hd * d + 3 * d * f + 2 * d
+        per_layer = d * hd * (h + 2 * kv) + h * hd * d + 3 * d * f + (4 if self.sandwich_norm else 2) * d
         return n * per_layer + v * d * (1 if self.tie_word_embeddings else 2) + d
 
     def to_json(self) -> dict[str, Any]:

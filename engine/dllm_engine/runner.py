@@ -97,6 +97,10 @@ class ModelRunner:
 
     @property
     def window(self) -> int:
+        """Tokens a request may span: the model's positions, or its local layers' sliding window
+        (no pass here applies a window mask, so every request must fit inside it)."""
+        if self.config.sliding_window:
+            return min(self.config.max_position_embeddings, self.config.sliding_window)
         return self.config.max_position_embeddings
 
     def _context_ids(self, prefix_ids: list[int], suffix_ids: list[int], canvas_room: int) -> torch.Tensor:

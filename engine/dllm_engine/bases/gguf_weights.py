@@ -1,4 +1,4 @@
-"""Dequantize a GGUF file's tensors into our tensor names (Llama architecture).
+"""Dequantize a GGUF file's tensors into our tensor names (Llama and Gemma 3 architectures).
 
 The `gguf` package (llama.cpp's own reader) memory-maps the file and dequantizes
 each tensor with numpy; nothing here runs a second modeling stack. Two things the
@@ -6,8 +6,10 @@ GGUF convention does differently from a Hugging Face checkpoint, undone here as
 transformers' GGUF loader undoes them:
 - dimensions are listed innermost first, so `tensor.shape` is reversed; the
   dequantized numpy array already has the row-major [out, in] shape;
-- llama.cpp's converter permutes the rows of q and k per head (its RoPE pairs
-  adjacent dimensions, ours pairs the two halves of a head): the inverse is applied.
+- llama.cpp's converter permutes the rows of q and k per head for Llama (its RoPE
+  pairs adjacent dimensions, ours pairs the two halves of a head): the inverse is applied;
+- for Gemma 3 it stores every norm weight as 1 + w (Gemma's RMSNorm multiplies by
+  1 + w), which is what our RMSNorm multiplies by: taken as stored.
 """
 
 from __future__ import annotations
@@ -31,7 +33,13 @@ _LAYER = {
     "ffn_gate": "mlp.gate_proj",
     "ffn_up": "mlp.up_proj",
     "ffn_down": "mlp.down_proj",
+    # Gemma 3: q/k norms and the sandwich norms (ffn_norm is the norm before the MLP, as for Llama)
+    "attn_q_norm": "self_attn.q_norm",
+    "attn_k_norm": "self_attn.k_norm",
+    "post_attention_norm": "post_attn_norm",
+    "post_ffw_norm": "post_mlp_norm",
 }
+ARCHITECTURES = ("llama", "gemma3")
 _TOP = {"token_embd.weight": "model.embed_tokens.weight", "output_norm.weight": "model.norm.weight",
         "output.weight": "lm_head.weight"}
 _BLOCK = re.compile(r"blk\.(\d+)\.(\w+)\.weight$")
@@ -70,34 +78,45 @@ def field(reader, key: str, path: Path, default=None):
     return f.contents()
 
 
-def llama_dims(reader, path: Path) -> dict:
-    """ModelConfig's size fields from a Llama GGUF's metadata."""
-    a = "llama"
+def gguf_dims(reader, path: Path) -> dict:
+    """ModelConfig's fields from a GGUF's metadata (sizes, RoPE, and Gemma 3's options)."""
+    a = field(reader, "general.architecture", path)
+    if a not in ARCHITECTURES:
+        raise CheckpointError(f"{path}: GGUF architecture {a!r}; this loader reads {', '.join(ARCHITECTURES)}")
     heads = int(field(reader, f"{a}.attention.head_count", path))
     vocab = reader.fields.get(f"{a}.vocab_size")
-    return dict(
+    hidden = int(field(reader, f"{a}.embedding_length", path))
+    head_dim = reader.fields.get(f"{a}.attention.key_length")
+    dims = dict(
         vocab_size=int(vocab.contents()) if vocab is not None else len(field(reader, "tokenizer.ggml.tokens", path)),
-        hidden_size=int(field(reader, f"{a}.embedding_length", path)),
+        hidden_size=hidden,
         num_layers=int(field(reader, f"{a}.block_count", path)),
         num_heads=heads,
         num_kv_heads=int(field(reader, f"{a}.attention.head_count_kv", path, heads)),
         intermediate_size=int(field(reader, f"{a}.feed_forward_length", path)),
+        head_dim=int(head_dim.contents()) if head_dim is not None else 0,
         rope_theta=float(field(reader, f"{a}.rope.freq_base", path, 10000.0)),
         rms_norm_eps=float(field(reader, f"{a}.attention.layer_norm_rms_epsilon", path, 1e-6)),
         max_position_embeddings=int(field(reader, f"{a}.context_length", path, 2048)),
         tie_word_embeddings=not any(t.name == "output.weight" for t in reader.tensors),
     )
+    if a == "gemma3":  # the options of transformers' Gemma3TextConfig the GGUF does not carry
+        dims.update(qk_norm=True, hidden_act="gelu_tanh", embed_scale=hidden ** 0.5, sandwich_norm=True,
+                    rope_local_theta=10000.0, global_every=6,
+                    sliding_window=int(field(reader, f"{a}.attention.sliding_window", path, 512)))
+    return dims
 
 
-def read_llama_state(path: Path, reader, dtype: torch.dtype) -> dict[str, torch.Tensor]:
-    """Our state dict from a Llama-architecture GGUF, in `dtype` (one tensor at a time)."""
+def read_state(path: Path, reader, dtype: torch.dtype) -> dict[str, torch.Tensor]:
+    """Our state dict from a Llama or Gemma 3 GGUF, in `dtype` (one tensor at a time)."""
     import gguf
 
     arch = field(reader, "general.architecture", path)
-    if arch != "llama":
-        raise CheckpointError(f"{path}: GGUF architecture {arch!r}; this loader reads 'llama'")
-    heads = int(field(reader, "llama.attention.head_count", path))
-    kv_heads = int(field(reader, "llama.attention.head_count_kv", path, heads))
+    if arch not in ARCHITECTURES:
+        raise CheckpointError(f"{path}: GGUF architecture {arch!r}; this loader reads {', '.join(ARCHITECTURES)}")
+    permute = arch == "llama"
+    heads = int(field(reader, f"{arch}.attention.head_count", path))
+    kv_heads = int(field(reader, f"{arch}.attention.head_count_kv", path, heads))
     state: dict[str, torch.Tensor] = {}
     for t in reader.tensors:
         name = our_name(t.name)
@@ -107,9 +126,9 @@ def read_llama_state(path: Path, reader, dtype: torch.dtype) -> dict[str, torch.
             raise CheckpointError(f"{path}: unexpected GGUF tensor {t.name!r}")
         arr = gguf.quants.dequantize(t.data, t.tensor_type)
         arr = np.asarray(arr, dtype=np.float32).reshape([int(d) for d in reversed(t.shape)])
-        if ".q_proj." in name:
+        if permute and ".q_proj." in name:
             arr = unpermute_rope_rows(arr, heads)
-        elif ".k_proj." in name:
+        elif permute and ".k_proj." in name:
             arr = unpermute_rope_rows(arr, kv_heads)
         state[name] = torch.from_numpy(np.array(arr, copy=True)).to(dtype)  # the reader's arrays are read-only mmap views
     return state

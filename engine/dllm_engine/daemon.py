@@ -38,6 +38,7 @@ from starlette.routing import Route
 from . import prometheus
 from .http_schemas import CompletionBody, InfillBody, ScoreBody, parse_body
 from .protocol import EngineBusy, InfillRequest, ProtocolError, RequestCancelled
+from .socket_security import UnsafeSocket, check_stale_path, ensure_private_dir
 
 log = logging.getLogger("dllm_engine.daemon")
 
@@ -263,9 +264,14 @@ def _stream(request: Request, engine, req: InfillRequest) -> StreamingResponse:
 
 
 def bind_unix_socket(path: Path) -> socket.socket:
-    """Bind `path` with mode 0600 from the start (no window where others could connect)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if path.exists():
+    """Bind `path` with mode 0600 from the start (no window where others could connect),
+    in a folder that is the user's alone (socket_security.py)."""
+    try:
+        ensure_private_dir(path.parent)
+        check_stale_path(path)  # only a socket is ever unlinked: a file given as --socket is refused
+    except UnsafeSocket as exc:
+        raise SystemExit(f"dllm-lsp engine serve: {exc}") from None
+    if os.path.lexists(path):
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             probe.connect(str(path))
@@ -318,6 +324,6 @@ def serve(engine_factory, socket_path: Path | None, host: str | None, port: int 
                 engine_host.engine.shutdown()
 
     asyncio.run(main())
-    if socket_path is not None and socket_path.exists():
+    if socket_path is not None and socket_path.is_socket():  # ours; never a file put there since
         socket_path.unlink()
     return 1 if engine_host.error else 0  # a daemon that never loaded its model failed

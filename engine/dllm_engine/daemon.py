@@ -24,6 +24,7 @@ import json
 import logging
 import os
 import secrets
+import signal
 import socket
 import threading
 import time
@@ -46,6 +47,7 @@ log = logging.getLogger("dllm_engine.daemon")
 # the daemon from 0.7 to 10 GB. 4 MiB is far more context than any model's window.
 DEFAULT_MAX_BODY_BYTES = 4 * 2**20
 RETRY_AFTER_S = 1  # what a full queue tells the client to wait
+STOP_GRACE_S = 1  # on SIGTERM: how long in-flight requests and the engine get to stop
 
 
 class BodyTooLarge(ProtocolError):
@@ -302,7 +304,10 @@ def serve(engine_factory, socket_path: Path | None, host: str | None, port: int 
     engine_host.start()
     app = build_app(engine_host, token, max_body_bytes)
     sockets = [bind_unix_socket(socket_path)] if socket_path is not None else None
-    config = uvicorn.Config(app, host=host or "127.0.0.1", port=port or 8765, log_level="warning", lifespan="off")
+    # SIGTERM must stop the daemon in a second or two: in-flight requests get STOP_GRACE_S
+    # to finish (uvicorn waits for them forever by default), then they are cancelled.
+    config = uvicorn.Config(app, host=host or "127.0.0.1", port=port or 8765, log_level="warning", lifespan="off",
+                            timeout_graceful_shutdown=STOP_GRACE_S)
     server = uvicorn.Server(config)
 
     async def watch_idle():
@@ -321,9 +326,20 @@ def serve(engine_factory, socket_path: Path | None, host: str | None, port: int 
         finally:
             watcher.cancel()
             if engine_host.engine is not None:
-                engine_host.engine.shutdown()
+                # The engine thread stops between passes; it is a daemon thread, so a long
+                # pass is not waited for (Engine.shutdown alone joins it for up to 10 s).
+                stopper = threading.Thread(target=engine_host.engine.shutdown, daemon=True)
+                stopper.start()
+                stopper.join(STOP_GRACE_S)
 
-    asyncio.run(main())
+    # uvicorn re-raises the signal it caught once it has stopped, which under the default
+    # handler kills the process before the socket is removed: a no-op handler instead,
+    # so a SIGTERM ends here, cleanly, with exit status 0.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        asyncio.run(main())
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     if socket_path is not None and socket_path.is_socket():  # ours; never a file put there since
         socket_path.unlink()
     return 1 if engine_host.error else 0  # a daemon that never loaded its model failed

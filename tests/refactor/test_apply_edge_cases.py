@@ -215,3 +215,20 @@ def test_the_cli_reports_a_skipped_symlink(tmp_path):
     assert r.returncode == 3, r.stderr  # some files skipped
     assert "link.py" in r.stderr and "outside the given paths" in r.stderr
     assert (tmp_path / "outside.py").read_text() == "def s():\n    pass\n"
+
+
+async def test_check_has_its_own_exit_status_for_holes_left_unfilled(tmp_path):
+    """Issue 16: `--check` exited 0 when a fill was rejected and the marker stayed in the file."""
+    from dllm_lsp.refactor.session import EXIT_CHANGES, EXIT_OK, EXIT_UNFILLED, _exit_code
+
+    markers = builtin_recipe("fill-markers", "<FILL>")
+    path = tmp_path / "m.py"
+    path.write_text("x = <FILL>\n")
+    rejected, _ = await _run([path], ScriptedClient(lambda h: ""), recipe=markers, apply=False)
+    assert not rejected["m.py"].outcomes[0].applied
+    assert _exit_code(list(rejected.values()), check=True) == EXIT_UNFILLED
+    assert _exit_code(list(rejected.values()), check=False) == EXIT_OK
+    filled, _ = await _run([path], ScriptedClient(lambda h: "1"), recipe=markers, apply=False)
+    assert _exit_code(list(filled.values()), check=True) == EXIT_CHANGES
+    # Both in one run: unfilled wins (applying the changes would not finish the job).
+    assert _exit_code(list(rejected.values()) + list(filled.values()), check=True) == EXIT_UNFILLED

@@ -47,6 +47,8 @@ from .scheduler import ActiveHole, RequestState, Scheduler
 
 log = logging.getLogger("dllm_engine")
 
+STOP_CACHE_ENTRIES = 64  # stop-string sets whose token masks are kept (one bool [V] each)
+
 
 @dataclass
 class EngineConfig:
@@ -301,6 +303,8 @@ class Engine:
         if cached is None:
             cached = stop_token_mask(stop, self.tokenizer, self.loaded.config.vocab_size, self.special,
                                      self.runner.device)
+            if len(self._stop_cache) >= STOP_CACHE_ENTRIES:  # a budget: clients choose stop strings freely
+                self._stop_cache.pop(next(iter(self._stop_cache)))
             self._stop_cache[stop] = cached
         return cached
 

@@ -79,3 +79,12 @@ def test_any_admission_error_fails_that_request_alone(engine, field, value):
 def test_validation_refuses_non_integers_and_non_lists(kwargs, field):
     with pytest.raises(ProtocolError, match=field):
         InfillRequest(holes=[Hole(prefix="x", **kwargs)]).validate()
+
+
+def test_the_stop_mask_cache_has_a_budget(engine):
+    """Stop strings come from clients: one mask per distinct set must not grow without bound."""
+    from dllm_engine.engine import STOP_CACHE_ENTRIES
+
+    for i in range(STOP_CACHE_ENTRIES + 10):
+        engine._stop_ids((f"stop{i}",))
+    assert len(engine._stop_cache) == STOP_CACHE_ENTRIES

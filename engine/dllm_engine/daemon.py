@@ -48,10 +48,16 @@ log = logging.getLogger("dllm_engine.daemon")
 DEFAULT_MAX_BODY_BYTES = 4 * 2**20
 RETRY_AFTER_S = 1  # what a full queue tells the client to wait
 STOP_GRACE_S = 1  # on SIGTERM: how long in-flight requests and the engine get to stop
+# A client that sends its headers and then goes silent was held for as long as it liked.
+DEFAULT_BODY_TIMEOUT_S = 10.0
 
 
 class BodyTooLarge(ProtocolError):
     """A body over the daemon's limit (HTTP 413)."""
+
+
+class BodyTimeout(ProtocolError):
+    """A body that did not arrive in time (HTTP 408)."""
 
 
 class EngineHost:
@@ -88,6 +94,8 @@ def _error(status: int, message: str) -> JSONResponse:
 def _status_for(exc: Exception) -> int:
     if isinstance(exc, BodyTooLarge):
         return 413
+    if isinstance(exc, BodyTimeout):
+        return 408
     if isinstance(exc, ProtocolError):
         return 400
     if isinstance(exc, EngineBusy):
@@ -97,9 +105,18 @@ def _status_for(exc: Exception) -> int:
     return 500
 
 
-async def _read_body(request: Request, limit: int) -> bytes:
+async def _read_body(request: Request, limit: int, timeout_s: float) -> bytes:
     """The body, refused (413) as soon as it is known to pass `limit`: from the
-    declared Content-Length before reading any of it, else while it streams in."""
+    declared Content-Length before reading any of it, else while it streams in;
+    408 when all of it has not arrived within `timeout_s`."""
+    try:
+        async with asyncio.timeout(timeout_s):
+            return await _read_limited(request, limit)
+    except TimeoutError:
+        raise BodyTimeout(f"request body did not arrive within {timeout_s:g} s") from None
+
+
+async def _read_limited(request: Request, limit: int) -> bytes:
     declared = request.headers.get("content-length")
     if declared is not None:
         if not declared.isdigit():
@@ -127,12 +144,12 @@ async def _await_or_cancel(request: Request, handle) -> Any:
             raise RequestCancelled("client disconnected")
 
 
-def build_app(host: EngineHost, token: str | None = None,
-              max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> Starlette:
+def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+              body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S) -> Starlette:
     expected = f"Bearer {token}".encode() if token else b""
 
     async def body(request: Request, schema):
-        return parse_body(schema, await _read_body(request, max_body_bytes))
+        return parse_body(schema, await _read_body(request, max_body_bytes, body_timeout_s))
 
     def ready_engine():
         if host.engine is None:

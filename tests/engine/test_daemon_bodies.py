@@ -210,3 +210,47 @@ def test_a_non_ascii_authorization_header_is_401():
     assert r.status_code == 401
     assert client.post("/v1/infill", json={"holes": [{"prefix": "x"}]}, headers=dict(headers)).status_code == 401
     assert client.get("/health", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+
+
+def test_a_body_that_never_arrives_is_408(tmp_path):
+    """Issue 16: a client that sent its headers and went silent was held as long as it liked."""
+    import socket
+    import threading
+    import time
+
+    import uvicorn
+
+    from dllm_engine.daemon import bind_unix_socket
+
+    engine = FakeEngine()
+    host = EngineHost(lambda: engine)
+    host.engine = engine
+    app = build_app(host, body_timeout_s=0.5)
+    sock = bind_unix_socket(tmp_path / "engine.sock")
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        c = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        c.settimeout(10)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                c.connect(str(tmp_path / "engine.sock"))
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.05)
+        start = time.monotonic()
+        c.sendall(b"POST /v1/infill HTTP/1.1\r\nHost: e\r\nContent-Type: application/json\r\n"
+                  b"Content-Length: 100\r\n\r\n{\"holes\":")
+        answer = c.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 408"), answer
+        assert time.monotonic() - start < 5
+        c.close()
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+    assert not engine.seen

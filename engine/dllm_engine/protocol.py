@@ -24,6 +24,7 @@ FinishReason = Literal["end", "max_tokens", "cancelled", "deadline", "error"]
 CONFIDENCE_KINDS: tuple[str, ...] = ("max_prob", "margin", "neg_entropy")
 CANVAS_CACHES: tuple[str, ...] = ("exact", "delayed")
 PRIORITIES: tuple[str, ...] = ("interactive", "batch")
+MIN_TEMPERATURE = 1e-3
 
 
 class ProtocolError(ValueError):
@@ -64,8 +65,9 @@ class DiffusionParams:
             raise ProtocolError(f"threshold must be in (0, 2], got {self.threshold!r}")
         if self.confidence not in CONFIDENCE_KINDS:
             raise ProtocolError(f"confidence must be one of {CONFIDENCE_KINDS}, got {self.confidence!r}")
-        if not (0.0 <= self.temperature <= 10.0):
-            raise ProtocolError(f"temperature must be in [0, 10], got {self.temperature!r}")
+        # A tiny positive temperature overflows logits / T to inf: NaN probabilities failed the pass.
+        if not (self.temperature == 0.0 or MIN_TEMPERATURE <= self.temperature <= 10.0):
+            raise ProtocolError(f"temperature must be 0 (greedy) or in [{MIN_TEMPERATURE}, 10], got {self.temperature!r}")
         if not (0.0 < self.top_p <= 1.0):
             raise ProtocolError(f"top_p must be in (0, 1], got {self.top_p!r}")
         if not (0.0 <= self.remask_below < 1.0):

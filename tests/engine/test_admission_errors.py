@@ -88,3 +88,14 @@ def test_the_stop_mask_cache_has_a_budget(engine):
     for i in range(STOP_CACHE_ENTRIES + 10):
         engine._stop_ids((f"stop{i}",))
     assert len(engine._stop_cache) == STOP_CACHE_ENTRIES
+
+
+def test_a_tiny_positive_temperature_is_refused():
+    """Found by the daemon fuzz: temperature 1.7e-226 made logits / T overflow, and the NaN
+    probabilities failed the whole pass (every request batched with it)."""
+    from dllm_engine.protocol import DiffusionParams
+
+    with pytest.raises(ProtocolError, match="temperature"):
+        DiffusionParams(temperature=1.7e-226).validate()
+    DiffusionParams(temperature=0.0).validate()
+    DiffusionParams(temperature=0.001).validate()

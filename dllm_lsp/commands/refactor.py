@@ -7,6 +7,8 @@ are reported on stderr with a reason and the run goes on.
 Exit codes: 0 done (no changes with --check); 1 --check found changes;
 2 usage error (bad arguments, unreadable or invalid recipe); 3 some files
 were skipped or not written (and, with --check, nothing would change);
+4 with --check: some holes stay unfilled (their fill was rejected: the marker
+or placeholder is still there), whether or not other holes would change;
 130 interrupted (Ctrl-C or SIGTERM: every file is wholly old or wholly new,
 and a rerun resumes because filled holes no longer match the recipe;
 with --journal FILE also for `regenerate`).
@@ -17,7 +19,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-EXIT_OK, EXIT_CHANGES, EXIT_USAGE, EXIT_SKIPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_CHANGES, EXIT_USAGE, EXIT_SKIPPED, EXIT_INTERRUPTED = 0, 1, 2, 3, 130  # 4: session.EXIT_UNFILLED
 BUILTINS = ("fill-bodies", "fill-markers", "add-return-types", "add-type-hints", "add-docstrings", "regenerate")
 
 

@@ -132,10 +132,29 @@ def collect_files(paths: list[str], recipe: Recipe) -> tuple[list[str], list[Ski
     """Files to plan: explicit files as given (checked later), and the recipe's languages under directories.
 
     Inside directories, files of other languages are not candidates, so they are
-    not reported; an explicit path that does not exist is.
+    not reported; an explicit path that does not exist is. A symlink whose target
+    lies outside every given path is skipped and reported (`--apply` writes
+    through symlinks, to their targets: it must never write outside the tree it
+    was given); a file reached twice (a symlink to it, the same file named twice)
+    is planned once.
     """
+    # A folder is a root; a file's root is its folder, so a named symlink is held to the same rule.
+    roots = [os.path.realpath(raw if os.path.isdir(raw) else os.path.dirname(os.path.abspath(raw)))
+             for raw in paths if os.path.lexists(raw)]
     files: list[str] = []
     skipped: list[Skipped] = []
+    seen: set[str] = set()
+
+    def add(path: str) -> None:
+        real = os.path.realpath(path)
+        if real in seen:
+            return
+        if not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots):
+            skipped.append(Skipped(path, f"symlink to {real}, outside the given paths: not followed"))
+            return
+        seen.add(real)
+        files.append(path)
+
     for raw in paths:
         if os.path.isdir(raw):
             for root, dirs, names in os.walk(raw):
@@ -143,9 +162,9 @@ def collect_files(paths: list[str], recipe: Recipe) -> tuple[list[str], list[Ski
                 for name in sorted(names):
                     spec = language_for(name)
                     if spec is not None and spec.name in recipe.languages and not name.endswith(TEMP_SUFFIX):
-                        files.append(os.path.join(root, name))
+                        add(os.path.join(root, name))
         elif os.path.lexists(raw):
-            files.append(raw)
+            add(raw)
         else:
             skipped.append(Skipped(raw, "no such file or directory"))
-    return list(dict.fromkeys(files)), skipped
+    return files, skipped

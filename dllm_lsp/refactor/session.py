@@ -16,7 +16,7 @@ from dllm_lsp.refactor.recipes import Recipe
 from dllm_lsp.refactor.report import build_report, write_report
 from dllm_lsp.refactor.runner import FileResult, RunOptions, refactor_files
 
-EXIT_OK, EXIT_CHANGES, EXIT_SKIPPED = 0, 1, 3
+EXIT_OK, EXIT_CHANGES, EXIT_SKIPPED, EXIT_UNFILLED = 0, 1, 3, 4
 
 
 def make_client(engine: str, model: str | None, socket: str | None):
@@ -44,7 +44,13 @@ async def _run_local(args, recipe: Recipe, files: list[str], options: RunOptions
 
 
 def _exit_code(results: list[FileResult], check: bool) -> int:
+    """With --check: 4 when a hole's fill was rejected and the hole is still there (a CI gate
+    must not pass on it), winning over 1 (changes) since applying would not finish the job;
+    then 1, then 3 (skipped files). Without --check: 3 or 0."""
     changed = any(r.status in ("changed", "written") for r in results)
+    unfilled = any(not o.applied for r in results for o in r.outcomes)
+    if check and unfilled:
+        return EXIT_UNFILLED
     if check and changed:
         return EXIT_CHANGES
     if any(r.status in ("skipped", "not-written") for r in results):

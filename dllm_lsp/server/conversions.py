@@ -15,6 +15,7 @@ after a final newline.
 from __future__ import annotations
 
 import bisect
+import re
 from typing import Literal
 
 from lsprotocol import types
@@ -24,6 +25,21 @@ Encoding = Literal["utf-16", "utf-8", "utf-32"]
 
 class InvalidPosition(ValueError):
     """A position that does not exist in the document."""
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def scrub_surrogates(text: str) -> str:
+    """Lone UTF-16 surrogates (legal in JSON and LSP text, half an emoji) as U+FFFD.
+
+    JSON decoding joins every proper pair, so any surrogate left in a str is lone;
+    no tokenizer or UTF-8 encoder takes one. U+FFFD is one UTF-16 code unit, one
+    code point and three UTF-8 bytes, as the surrogate was: positions are unchanged.
+    """
+    if text.isascii():  # the common case, in C speed
+        return text
+    return _SURROGATE.sub("\ufffd", text)
 
 
 def normalize_encoding(kind: str | None) -> Encoding:

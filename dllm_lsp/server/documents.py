@@ -15,7 +15,7 @@ from typing import Any
 
 from lsprotocol import types
 
-from .conversions import Encoding, InvalidPosition, LineIndex
+from .conversions import Encoding, InvalidPosition, LineIndex, scrub_surrogates
 
 log = logging.getLogger(__name__)
 
@@ -50,16 +50,17 @@ class Document:
         return len(self.text) > HUGE_DOCUMENT_CHARS
 
     def apply_change(self, change: types.TextDocumentContentChangeEvent, encoding: Encoding) -> None:
+        text = scrub_surrogates(change.text)
         if isinstance(change, types.TextDocumentContentChangeWholeDocument) or getattr(change, "range", None) is None:
-            self.text = change.text
+            self.text = text
             self._rebuild_tree()
             return
         start, end = self.index.offsets(change.range, encoding)
         old = self.text
-        new = old[:start] + change.text + old[end:]
+        new = old[:start] + text + old[end:]
         if self.tree is not None:
             try:
-                self._edit_tree(old, new, start, end, start + len(change.text))
+                self._edit_tree(old, new, start, end, start + len(text))
             except Exception:  # a tree bug must not lose the user's text: reparse from scratch
                 log.exception("incremental tree edit failed for %s; reparsing", self.uri)
                 self.text = new
@@ -104,7 +105,7 @@ class DocumentStore:
 
     def open(self, item: types.TextDocumentItem) -> Document:
         language = detect_language(item.uri, item.language_id)
-        doc = Document(item.uri, item.language_id, item.version, item.text, language)
+        doc = Document(item.uri, item.language_id, item.version, scrub_surrogates(item.text), language)
         doc._rebuild_tree()
         self._docs[item.uri] = doc
         return doc

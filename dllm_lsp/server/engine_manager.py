@@ -35,6 +35,10 @@ LOAD_TIMEOUT_S = 600.0
 # Modes where a model loads (seconds to minutes) before requests are served: in
 # process on the first request, or in our daemon. An OpenAI endpoint is opaque.
 MODEL_LOADING_MODES = ("inProcess", "daemon", "remote")
+# dllm/status goes out when the state or message changes; a new latency alone (every
+# request) at most this often, so a status bar stays fresh without a notification per
+# keystroke (86 in 60 s once). `dllm.engineStatus` always has the latest.
+LATENCY_STATUS_EVERY_S = 5.0
 
 
 @dataclass
@@ -72,6 +76,7 @@ class EngineManager:
         self.cancelled = 0  # engine requests cancelled before they finished (superseded or $/cancelRequest)
         self.last_result: InfillResult | None = None
         self._warming: asyncio.Task | None = None
+        self._latency_sent_at = float("-inf")
 
     def start_warm_up(self, report: Callable[[str], None] | None = None) -> asyncio.Task:
         """Load the engine in the background (the server answers meanwhile)."""
@@ -106,7 +111,10 @@ class EngineManager:
         new = EngineStatus(state, describe_model(self._options),
                            latency if latency is not None else previous.last_latency_ms, message)
         self.status = new
-        if (new.state, new.message) != (previous.state, previous.message) or latency is not None:
+        changed = (new.state, new.message) != (previous.state, previous.message)
+        now = time.monotonic()
+        if changed or (latency is not None and now - self._latency_sent_at >= LATENCY_STATUS_EVERY_S):
+            self._latency_sent_at = now if new.last_latency_ms is not None else self._latency_sent_at
             self._on_status(new)
         if state == "error" and previous.state != "error":
             self._on_problem(message or "the engine failed")

@@ -22,6 +22,7 @@ from .documents import DocumentStore
 from .engine_manager import EngineManager, EngineStatus
 from .inflight import InflightRequests
 from .options import ServerOptions, parse_options
+from .protocol import DllmProtocol
 from .scheduler import RequestScheduler
 from .suggestion_cache import SuggestionCache
 
@@ -33,7 +34,8 @@ CONFIG_SECTION = "dllm"
 
 class DllmServer(LanguageServer):
     def __init__(self, base_settings: dict[str, Any] | None = None) -> None:
-        super().__init__("dllm-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        super().__init__("dllm-lsp", __version__, text_document_sync_kind=types.TextDocumentSyncKind.Incremental,
+                         protocol_cls=DllmProtocol)
         # Settings from the command line; initializationOptions and configuration override them.
         self.base_settings = base_settings or {}
         self.options, problems = parse_options(self.base_settings)

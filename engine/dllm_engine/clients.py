@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 import httpx
 
+from .peer_transport import peer_checked_transport
 from .protocol import (
     CanvasEvent,
     EngineBusy,
@@ -35,12 +36,17 @@ from .protocol import (
     ScoreRequest,
     ScoreResult,
 )
+from .socket_security import UnsafeSocket, check_dir, ensure_private_dir
 
 EventCallback = Callable[[CanvasEvent], None]
 
 
 class EngineUnavailable(RuntimeError):
     """The engine cannot be reached or failed to start; the message says why."""
+
+
+class UnsafeDaemonSocket(EngineUnavailable, UnsafeSocket):
+    """The socket's folder or the daemon behind it is not the user's: nothing is sent."""
 
 
 class EngineClient(abc.ABC):
@@ -148,14 +154,27 @@ class DaemonClient(EngineClient):
         self.idle_exit_s = idle_exit_s
         self.start_timeout_s = start_timeout_s
         headers = {"Authorization": f"Bearer {token}"} if token else {}
-        transport = httpx.AsyncHTTPTransport(uds=str(self.socket_path)) if self.socket_path else None
+        transport = peer_checked_transport(str(self.socket_path), UnsafeDaemonSocket) if self.socket_path else None
         self._http = httpx.AsyncClient(
             base_url=self.url, transport=transport, headers=headers, timeout=httpx.Timeout(timeout_s, connect=5.0)
         )
         self._spawned: subprocess.Popen | None = None
         self._spawn_lock = asyncio.Lock()
 
+    def _check_socket(self) -> None:
+        """Before any connection: the socket's folder must be the user's alone (socket_security.py)."""
+        if self.socket_path is None:
+            return
+        try:
+            if self.spawn:
+                ensure_private_dir(self.socket_path.parent)
+            elif self.socket_path.parent.exists():
+                check_dir(self.socket_path.parent)
+        except UnsafeSocket as exc:
+            raise UnsafeDaemonSocket(str(exc)) from None
+
     async def _ensure_running(self) -> None:
+        self._check_socket()
         if not self.spawn or self.socket_path is None:
             return
         async with self._spawn_lock:
@@ -227,6 +246,7 @@ class DaemonClient(EngineClient):
         return ScoreResult.from_dict(_checked(r))
 
     async def health(self) -> dict[str, Any]:
+        self._check_socket()
         try:
             r = await self._http.get("/health", timeout=5.0)
             return _checked(r)
@@ -259,7 +279,7 @@ def spawn_daemon(socket_path: Path, model: str | None, idle_exit_s: float) -> su
     if model:
         cmd += ["--model", model]
     log_path = daemon_log_path(socket_path)
-    socket_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    ensure_private_dir(socket_path.parent)
     log = open(log_path, "ab")
     return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True)
 

@@ -11,7 +11,10 @@ asked and then only with a bearer token. Endpoints:
 - GET  /metrics         queue depth, passes/s, tokens per pass, cache hit rate (JSON, or
                          Prometheus text for a scraper's Accept header / ?format=prometheus)
 
-A client that disconnects has its request cancelled in the engine.
+A client that disconnects has its request cancelled in the engine. Bodies are
+checked at the boundary (`http_schemas.py`): a bad one gets 400 naming the field,
+one over `max_body_bytes` gets 413 before it is read whole, a full queue 429
+with `Retry-After`; a 5xx means a bug, and still carries a JSON error.
 """
 
 from __future__ import annotations
@@ -21,10 +24,10 @@ import json
 import logging
 import os
 import secrets
+import signal
 import socket
 import threading
 import time
-import uuid
 from pathlib import Path
 from typing import Any
 
@@ -34,17 +37,27 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from . import prometheus
-from .protocol import (
-    DiffusionParams,
-    EngineBusy,
-    Hole,
-    InfillRequest,
-    ProtocolError,
-    RequestCancelled,
-    ScoreRequest,
-)
+from .http_schemas import CompletionBody, InfillBody, ScoreBody, parse_body
+from .protocol import EngineBusy, InfillRequest, ProtocolError, RequestCancelled
+from .socket_security import UnsafeSocket, check_stale_path, ensure_private_dir
 
 log = logging.getLogger("dllm_engine.daemon")
+
+# One limit for every body (native and OpenAI endpoints): a 100 MB prompt once took
+# the daemon from 0.7 to 10 GB. 4 MiB is far more context than any model's window.
+DEFAULT_MAX_BODY_BYTES = 4 * 2**20
+RETRY_AFTER_S = 1  # what a full queue tells the client to wait
+STOP_GRACE_S = 1  # on SIGTERM: how long in-flight requests and the engine get to stop
+# A client that sends its headers and then goes silent was held for as long as it liked.
+DEFAULT_BODY_TIMEOUT_S = 10.0
+
+
+class BodyTooLarge(ProtocolError):
+    """A body over the daemon's limit (HTTP 413)."""
+
+
+class BodyTimeout(ProtocolError):
+    """A body that did not arrive in time (HTTP 408)."""
 
 
 class EngineHost:
@@ -74,10 +87,15 @@ class EngineHost:
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message, "status": status}, status_code=status)
+    headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 429 else None
+    return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
 
 
 def _status_for(exc: Exception) -> int:
+    if isinstance(exc, BodyTooLarge):
+        return 413
+    if isinstance(exc, BodyTimeout):
+        return 408
     if isinstance(exc, ProtocolError):
         return 400
     if isinstance(exc, EngineBusy):
@@ -87,11 +105,31 @@ def _status_for(exc: Exception) -> int:
     return 500
 
 
-async def _json_body(request: Request) -> Any:
+async def _read_body(request: Request, limit: int, timeout_s: float) -> bytes:
+    """The body, refused (413) as soon as it is known to pass `limit`: from the
+    declared Content-Length before reading any of it, else while it streams in;
+    408 when all of it has not arrived within `timeout_s`."""
     try:
-        return await request.json()
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        raise ProtocolError("request body is not valid JSON") from None
+        async with asyncio.timeout(timeout_s):
+            return await _read_limited(request, limit)
+    except TimeoutError:
+        raise BodyTimeout(f"request body did not arrive within {timeout_s:g} s") from None
+
+
+async def _read_limited(request: Request, limit: int) -> bytes:
+    declared = request.headers.get("content-length")
+    if declared is not None:
+        if not declared.isdigit():
+            raise ProtocolError("Content-Length is not a number")
+        if int(declared) > limit:
+            raise BodyTooLarge(f"request body of {int(declared)} bytes is over the limit of {limit} bytes")
+    chunks, size = [], 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise BodyTooLarge(f"request body is over the limit of {limit} bytes")
+        chunks.append(chunk)
+    return b"".join(chunks)
 
 
 async def _await_or_cancel(request: Request, handle) -> Any:
@@ -106,7 +144,13 @@ async def _await_or_cancel(request: Request, handle) -> Any:
             raise RequestCancelled("client disconnected")
 
 
-def build_app(host: EngineHost, token: str | None = None) -> Starlette:
+def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+              body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S) -> Starlette:
+    expected = f"Bearer {token}".encode() if token else b""
+
+    async def body(request: Request, schema):
+        return parse_body(schema, await _read_body(request, max_body_bytes, body_timeout_s))
+
     def ready_engine():
         if host.engine is None:
             raise _NotReady(host.error or "model loading")
@@ -115,8 +159,9 @@ def build_app(host: EngineHost, token: str | None = None) -> Starlette:
     def authorized(request: Request) -> bool:
         if not token:
             return True
-        given = request.headers.get("authorization", "")
-        return secrets.compare_digest(given, f"Bearer {token}")
+        # As bytes: compare_digest refuses a str with non-ASCII characters (a 500 once).
+        given = request.headers.get("authorization", "").encode("latin-1")
+        return secrets.compare_digest(given, expected)
 
     async def guarded(request: Request, handler) -> Response:
         if not authorized(request):
@@ -129,12 +174,15 @@ def build_app(host: EngineHost, token: str | None = None) -> Starlette:
             return _error(503, str(exc))
         except (ProtocolError, EngineBusy, RequestCancelled) as exc:
             return _error(_status_for(exc), str(exc))
+        except Exception as exc:  # a bug: logged, and the client still reads a JSON error
+            log.exception("%s %s failed", request.method, request.url.path)
+            return _error(500, f"internal error: {type(exc).__name__}: {exc}")
         finally:
             host.in_flight -= 1
             host.last_activity = time.monotonic()
 
     async def infill(request: Request) -> Response:
-        req = InfillRequest.from_dict(await _json_body(request))
+        req = (await body(request, InfillBody)).build()
         engine = ready_engine()
         if not req.stream:
             handle = engine.submit(req)
@@ -143,14 +191,13 @@ def build_app(host: EngineHost, token: str | None = None) -> Starlette:
         return _stream(request, engine, req)
 
     async def score(request: Request) -> Response:
-        req = ScoreRequest.from_dict(await _json_body(request))
+        req = (await body(request, ScoreBody)).build()
         engine = ready_engine()
         result = await asyncio.to_thread(engine.score, req)
         return JSONResponse(result.to_dict())
 
     async def completions(request: Request) -> Response:
-        body = await _json_body(request)
-        req = _fim_request(body)
+        req = (await body(request, CompletionBody)).build()
         engine = ready_engine()
         handle = engine.submit(req)
         result = await _await_or_cancel(request, handle)
@@ -201,33 +248,6 @@ class _NotReady(RuntimeError):
     pass
 
 
-def _fim_request(body: Any) -> InfillRequest:
-    if not isinstance(body, dict):
-        raise ProtocolError("request body must be a JSON object")
-    prompt = body.get("prompt")
-    if isinstance(prompt, list) and len(prompt) == 1:
-        prompt = prompt[0]
-    if not isinstance(prompt, str):
-        raise ProtocolError("'prompt' must be a string")
-    try:
-        params = DiffusionParams(
-            temperature=float(body.get("temperature") or 0.0),
-            top_p=float(body.get("top_p") or 1.0),
-            seed=int(body.get("seed") or 0),
-        )
-        stop = body.get("stop") or ()
-        stop = (stop,) if isinstance(stop, str) else tuple(stop)
-        hole = Hole(prefix=prompt, suffix=body.get("suffix") or "", max_tokens=int(body.get("max_tokens") or 64),
-                    stop=stop)
-    except (TypeError, ValueError) as exc:
-        raise ProtocolError(f"bad completion parameters: {exc}") from None
-    if body.get("n", 1) != 1 or body.get("stream"):
-        raise ProtocolError("only n=1 without streaming is supported on /v1/completions; use /v1/infill to stream")
-    req = InfillRequest(holes=[hole], params=params, request_id=uuid.uuid4().hex)
-    req.validate()
-    return req
-
-
 def _sse(event: str, payload: dict) -> bytes:
     return f"event: {event}\ndata: {json.dumps(payload)}\n\n".encode()
 
@@ -263,9 +283,14 @@ def _stream(request: Request, engine, req: InfillRequest) -> StreamingResponse:
 
 
 def bind_unix_socket(path: Path) -> socket.socket:
-    """Bind `path` with mode 0600 from the start (no window where others could connect)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if path.exists():
+    """Bind `path` with mode 0600 from the start (no window where others could connect),
+    in a folder that is the user's alone (socket_security.py)."""
+    try:
+        ensure_private_dir(path.parent)
+        check_stale_path(path)  # only a socket is ever unlinked: a file given as --socket is refused
+    except UnsafeSocket as exc:
+        raise SystemExit(f"dllm-lsp engine serve: {exc}") from None
+    if os.path.lexists(path):
         probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             probe.connect(str(path))
@@ -287,16 +312,19 @@ def bind_unix_socket(path: Path) -> socket.socket:
 
 
 def serve(engine_factory, socket_path: Path | None, host: str | None, port: int | None,
-          token: str | None, idle_exit_s: float | None) -> int:
+          token: str | None, idle_exit_s: float | None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> int:
     import uvicorn
 
     if socket_path is None and not token:
         raise SystemExit("refusing to listen on TCP without --token (or DLLM_LSP_TOKEN)")
     engine_host = EngineHost(engine_factory)
     engine_host.start()
-    app = build_app(engine_host, token)
+    app = build_app(engine_host, token, max_body_bytes)
     sockets = [bind_unix_socket(socket_path)] if socket_path is not None else None
-    config = uvicorn.Config(app, host=host or "127.0.0.1", port=port or 8765, log_level="warning", lifespan="off")
+    # SIGTERM must stop the daemon in a second or two: in-flight requests get STOP_GRACE_S
+    # to finish (uvicorn waits for them forever by default), then they are cancelled.
+    config = uvicorn.Config(app, host=host or "127.0.0.1", port=port or 8765, log_level="warning", lifespan="off",
+                            timeout_graceful_shutdown=STOP_GRACE_S)
     server = uvicorn.Server(config)
 
     async def watch_idle():
@@ -315,9 +343,20 @@ def serve(engine_factory, socket_path: Path | None, host: str | None, port: int 
         finally:
             watcher.cancel()
             if engine_host.engine is not None:
-                engine_host.engine.shutdown()
+                # The engine thread stops between passes; it is a daemon thread, so a long
+                # pass is not waited for (Engine.shutdown alone joins it for up to 10 s).
+                stopper = threading.Thread(target=engine_host.engine.shutdown, daemon=True)
+                stopper.start()
+                stopper.join(STOP_GRACE_S)
 
-    asyncio.run(main())
-    if socket_path is not None and socket_path.exists():
+    # uvicorn re-raises the signal it caught once it has stopped, which under the default
+    # handler kills the process before the socket is removed: a no-op handler instead,
+    # so a SIGTERM ends here, cleanly, with exit status 0.
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: None)
+    try:
+        asyncio.run(main())
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if socket_path is not None and socket_path.is_socket():  # ours; never a file put there since
         socket_path.unlink()
     return 1 if engine_host.error else 0  # a daemon that never loaded its model failed

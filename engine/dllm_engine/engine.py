@@ -31,6 +31,7 @@ from .metrics import EngineMetrics
 from .protocol import (
     MASK_GLYPH,
     CanvasEvent,
+    Hole,
     HoleResult,
     InfillRequest,
     InfillResult,
@@ -45,6 +46,8 @@ from .families.family_runner import make_runner
 from .scheduler import ActiveHole, RequestState, Scheduler
 
 log = logging.getLogger("dllm_engine")
+
+STOP_CACHE_ENTRIES = 64  # stop-string sets whose token masks are kept (one bool [V] each)
 
 
 @dataclass
@@ -211,39 +214,69 @@ class Engine:
 
     def _admit_all(self, admissions: list[tuple[RequestState, int]]) -> None:
         """Tokenize every admitted hole, encode their contexts together where the runner
-        can (one padded forward for the fresh ones), then put them on canvases."""
+        can (one padded forward for the fresh ones), then put them on canvases.
+
+        Whatever one request raises here fails that request alone (`_fail_admission`):
+        the loop's own handler fails every active canvas, and a request that is not
+        active yet would keep a future that never completes."""
         prepared = []
         for state, index in admissions:
             if state.future.done():
                 continue
             if state.started is None:
                 state.started = time.monotonic()
-            hole = state.request.holes[index]
-            prefix, typed = heal(hole.prefix) if self.config.heal else (hole.prefix, "")
-            prefix_ids = self.tokenizer.encode(prefix)
-            healed, first_allowed = "", None
-            if self.healer is not None:  # after typed blanks only a line break is healed (a new line's indentation)
-                prefix_ids, healed, first_allowed = self.healer.back_up(prefix_ids, self.tokenizer.decode, words=not typed)
-            suffix_ids = self.tokenizer.encode(hole.suffix)
-            prepared.append((state, index, prefix_ids, suffix_ids, typed, healed, first_allowed))
+            try:
+                prepared.append((state, index, *self._tokenize(state.request.holes[index])))
+            except Exception as exc:
+                self._fail_admission(state, index, exc)
         if not prepared:
             return
+        for (state, index, _, _, typed, healed, first_allowed), ctx in zip(prepared, self._encode_all(prepared)):
+            if isinstance(ctx, Exception):
+                self._fail_admission(state, index, ctx)
+            elif not state.future.done():
+                try:
+                    self._activate(state, index, ctx, typed, healed, first_allowed)
+                except Exception as exc:
+                    self._fail_admission(state, index, exc)
+
+    def _tokenize(self, hole: Hole) -> tuple:
+        prefix, typed = heal(hole.prefix) if self.config.heal else (hole.prefix, "")
+        prefix_ids = self.tokenizer.encode(prefix)
+        healed, first_allowed = "", None
+        if self.healer is not None:  # after typed blanks only a line break is healed (a new line's indentation)
+            prefix_ids, healed, first_allowed = self.healer.back_up(prefix_ids, self.tokenizer.decode, words=not typed)
+        return prefix_ids, self.tokenizer.encode(hole.suffix), typed, healed, first_allowed
+
+    def _encode_all(self, prepared: list) -> list:
+        """One context (or the exception it raised) per prepared hole."""
         batch_encode = getattr(self.runner, "encode_contexts", None)
         if batch_encode is not None:
-            contexts = batch_encode([(p[2], p[3], p[0].request.holes[p[1]].max_tokens) for p in prepared])
-        else:
-            contexts = []
-            for state, index, prefix_ids, suffix_ids, *_ in prepared:
-                try:
-                    contexts.append(self.runner.encode_context(prefix_ids, suffix_ids,
-                                                               state.request.holes[index].max_tokens))
-                except ProtocolError as exc:
-                    contexts.append(exc)
-        for (state, index, _, _, typed, healed, first_allowed), ctx in zip(prepared, contexts):
-            if isinstance(ctx, ProtocolError):
-                self._fail(state, ctx)
-            elif not state.future.done():
-                self._activate(state, index, ctx, typed, healed, first_allowed)
+            try:
+                return batch_encode([(p[2], p[3], p[0].request.holes[p[1]].max_tokens) for p in prepared])
+            except Exception:  # one hole broke the batch: encode one at a time, so only it fails
+                log.exception("batched context encoding failed; encoding one at a time")
+        contexts = []
+        for state, index, prefix_ids, suffix_ids, *_ in prepared:
+            try:
+                contexts.append(self.runner.encode_context(prefix_ids, suffix_ids,
+                                                           state.request.holes[index].max_tokens))
+            except Exception as exc:
+                contexts.append(exc)
+        return contexts
+
+    def _fail_admission(self, state: RequestState, index: int, exc: Exception) -> None:
+        """Fail one request whose hole could not be admitted, saying which hole and why."""
+        hole = state.request.holes[index]
+        if isinstance(exc, ProtocolError):
+            error: Exception = ProtocolError(f"hole {index}: {exc}")
+        elif any(_lone_surrogate(getattr(hole, name, "")) for name in ("prefix", "suffix")):
+            error = ProtocolError(f"hole {index}: prefix or suffix holds a lone UTF-16 surrogate, "
+                                  "which is not text any tokenizer can encode")
+        else:  # a bug, not the caller's fault: log it with its traceback, answer the request anyway
+            log.error("admitting hole %d of request %s failed", index, state.request.request_id, exc_info=exc)
+            error = RuntimeError(f"hole {index} could not be admitted: {type(exc).__name__}: {exc}")
+        self._fail(state, error)
 
     def _activate(self, state: RequestState, index: int, ctx, typed: str, healed: str, first_allowed) -> None:
         hole = state.request.holes[index]
@@ -280,6 +313,8 @@ class Engine:
         if cached is None:
             cached = stop_token_mask(stop, self.tokenizer, self.loaded.config.vocab_size, self.special,
                                      self.runner.device)
+            if len(self._stop_cache) >= STOP_CACHE_ENTRIES:  # a budget: clients choose stop strings freely
+                self._stop_cache.pop(next(iter(self._stop_cache)))
             self._stop_cache[stop] = cached
         return cached
 
@@ -472,6 +507,17 @@ class Engine:
         state.pending_holes.clear()
         if not state.future.done():
             state.future.set_exception(exc)
+
+
+def _lone_surrogate(text: object) -> bool:
+    """Whether a str holds a surrogate that is not half of a pair (JSON and LSP allow one)."""
+    if not isinstance(text, str):
+        return False
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def width_class(length: int) -> int:

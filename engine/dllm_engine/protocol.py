@@ -24,6 +24,7 @@ FinishReason = Literal["end", "max_tokens", "cancelled", "deadline", "error"]
 CONFIDENCE_KINDS: tuple[str, ...] = ("max_prob", "margin", "neg_entropy")
 CANVAS_CACHES: tuple[str, ...] = ("exact", "delayed")
 PRIORITIES: tuple[str, ...] = ("interactive", "batch")
+MIN_TEMPERATURE = 1e-3
 
 
 class ProtocolError(ValueError):
@@ -64,8 +65,9 @@ class DiffusionParams:
             raise ProtocolError(f"threshold must be in (0, 2], got {self.threshold!r}")
         if self.confidence not in CONFIDENCE_KINDS:
             raise ProtocolError(f"confidence must be one of {CONFIDENCE_KINDS}, got {self.confidence!r}")
-        if not (0.0 <= self.temperature <= 10.0):
-            raise ProtocolError(f"temperature must be in [0, 10], got {self.temperature!r}")
+        # A tiny positive temperature overflows logits / T to inf: NaN probabilities failed the pass.
+        if not (self.temperature == 0.0 or MIN_TEMPERATURE <= self.temperature <= 10.0):
+            raise ProtocolError(f"temperature must be 0 (greedy) or in [{MIN_TEMPERATURE}, 10], got {self.temperature!r}")
         if not (0.0 < self.top_p <= 1.0):
             raise ProtocolError(f"top_p must be in (0, 1], got {self.top_p!r}")
         if not (0.0 <= self.remask_below < 1.0):
@@ -104,12 +106,14 @@ class Hole:
     def validate(self) -> None:
         if not isinstance(self.prefix, str) or not isinstance(self.suffix, str):
             raise ProtocolError("prefix and suffix must be strings")
-        if not all(isinstance(s, str) and s for s in self.stop) or len(self.stop) > 8:
-            raise ProtocolError("stop must be a list of at most 8 non-empty strings")
-        if not (1 <= self.max_tokens <= 1024):
-            raise ProtocolError(f"max_tokens must be in [1, 1024], got {self.max_tokens!r}")
-        if self.bucket is not None and not (1 <= self.bucket <= self.max_tokens):
-            raise ProtocolError(f"bucket must be in [1, max_tokens], got {self.bucket!r}")
+        if (not isinstance(self.stop, tuple) or not all(isinstance(s, str) and s for s in self.stop)
+                or len(self.stop) > 8):
+            raise ProtocolError(f"stop must be a list of at most 8 non-empty strings, got {self.stop!r:.80}")
+        # bool is an int subclass, and 2.5 compares fine: both would reach the engine as a length.
+        if not _is_int(self.max_tokens) or not (1 <= self.max_tokens <= 1024):
+            raise ProtocolError(f"max_tokens must be an integer in [1, 1024], got {self.max_tokens!r}")
+        if self.bucket is not None and (not _is_int(self.bucket) or not (1 <= self.bucket <= self.max_tokens)):
+            raise ProtocolError(f"bucket must be an integer in [1, max_tokens], got {self.bucket!r}")
 
 
 @dataclass
@@ -212,6 +216,10 @@ class CanvasEvent:
 
 
 MASK_GLYPH = "\u2591"  # light shade: how a still-masked slot is shown in a streamed canvas
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _build(cls: type, data: Any, what: str):

@@ -185,3 +185,33 @@ def test_findings_outside_the_region_are_kept_and_shifted():
     fresh = [SuspiciousToken(5, 8, 0.002, "q", 0.8)]
     merged = merge_findings(kept, old, new, (4, 11), fresh)
     assert [(t.start, t.end, t.alternative) for t in merged] == [(0, 3, "x"), (5, 8, "q"), (11, 14, "z")]
+
+
+async def test_status_is_sent_on_changes_and_latency_at_most_every_few_seconds(monkeypatch):
+    """Issue 16: dllm/status "ready" was re-sent on every request (86 in 60 s)."""
+    from dllm_engine.clients import EngineClient
+    from dllm_engine.protocol import Hole, HoleResult, InfillRequest, InfillResult
+
+    from dllm_lsp.server import engine_manager
+    from dllm_lsp.server.options import EngineOptions
+
+    class Fake(EngineClient):
+        async def infill(self, request, on_event=None):
+            return InfillResult(request.request_id, [HoleResult("x", "end", 1, 1)], "fake", 1.0)
+
+        async def health(self):
+            return {"status": "ok"}
+
+    clock = [1000.0]
+    monkeypatch.setattr(engine_manager.time, "monotonic", lambda: clock[0])
+    sent = []
+    manager = engine_manager.EngineManager(EngineOptions(mode="openai", url="http://x", openai_model="m"),
+                                           sent.append, lambda message: None, factory=lambda options: Fake())
+    for _ in range(20):
+        assert await manager.infill(InfillRequest(holes=[Hole(prefix="a")])) is not None
+        clock[0] += 0.1
+    assert [s.state for s in sent] == ["ready"]  # the change, not one per request
+    clock[0] += engine_manager.LATENCY_STATUS_EVERY_S
+    await manager.infill(InfillRequest(holes=[Hole(prefix="a")]))
+    assert len(sent) == 2 and sent[-1].last_latency_ms is not None
+    assert manager.status.last_latency_ms is not None  # always current for dllm.engineStatus

@@ -173,3 +173,62 @@ async def test_a_symlink_stays_a_symlink(tmp_path):
     results, _ = await _run([link], ScriptedClient(lambda h: "return 0"))
     assert results["link.py"].status == "written"
     assert link.is_symlink() and real.read_text() == "def f():\n    return 0\n"
+
+
+async def test_symlinks_leaving_the_tree_are_skipped_and_reported(tmp_path):
+    """Issue 16, defect 3: a symlink in the tree to a file outside it was followed, and the
+    outside file rewritten. Inside the tree, a file reached twice is refactored once."""
+    tree, outside = tmp_path / "tree", tmp_path / "outside"
+    tree.mkdir()
+    outside.mkdir()
+    secret = outside / "secret.py"
+    secret.write_text("def s():\n    pass\n")
+    (tree / "escape.py").symlink_to(secret)
+    (tree / "real.py").write_text("def f():\n    pass\n")
+    (tree / "alias.py").symlink_to(tree / "real.py")
+    (tree / "sub").mkdir()
+    (tree / "sub" / "up.py").symlink_to(tree / "real.py")
+    files, skipped = collect_files([str(tree), str(tree / "real.py"), str(tree / "escape.py")], FILL)
+    assert [os.path.basename(f) for f in files] == ["alias.py"]  # real.py and sub/up.py: the same file
+    assert [os.path.basename(s.path) for s in skipped] == ["escape.py", "escape.py"]
+    assert all("outside the given paths" in s.reason for s in skipped)
+    client = ScriptedClient(lambda h: "return 1")
+    await refactor_files(files, FILL, client, RunOptions(apply=True))
+    assert secret.read_text() == "def s():\n    pass\n"
+    assert (tree / "real.py").read_text() == "def f():\n    return 1\n"
+    assert (tree / "alias.py").is_symlink()
+    # The outside directory given too: then it is one of the roots, and its file is fair game.
+    files, skipped = collect_files([str(tree), str(outside)], FILL)
+    assert sorted(os.path.basename(f) for f in files) == ["alias.py", "escape.py"] and not skipped
+
+
+def test_the_cli_reports_a_skipped_symlink(tmp_path):
+    import subprocess
+    import sys
+
+    (tmp_path / "outside.py").write_text("def s():\n    pass\n")
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "link.py").symlink_to(tmp_path / "outside.py")
+    r = subprocess.run([sys.executable, "-m", "dllm_lsp", "refactor", str(tree), "--recipe", "fill-bodies",
+                        "--apply", "-q"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 3, r.stderr  # some files skipped
+    assert "link.py" in r.stderr and "outside the given paths" in r.stderr
+    assert (tmp_path / "outside.py").read_text() == "def s():\n    pass\n"
+
+
+async def test_check_has_its_own_exit_status_for_holes_left_unfilled(tmp_path):
+    """Issue 16: `--check` exited 0 when a fill was rejected and the marker stayed in the file."""
+    from dllm_lsp.refactor.session import EXIT_CHANGES, EXIT_OK, EXIT_UNFILLED, _exit_code
+
+    markers = builtin_recipe("fill-markers", "<FILL>")
+    path = tmp_path / "m.py"
+    path.write_text("x = <FILL>\n")
+    rejected, _ = await _run([path], ScriptedClient(lambda h: ""), recipe=markers, apply=False)
+    assert not rejected["m.py"].outcomes[0].applied
+    assert _exit_code(list(rejected.values()), check=True) == EXIT_UNFILLED
+    assert _exit_code(list(rejected.values()), check=False) == EXIT_OK
+    filled, _ = await _run([path], ScriptedClient(lambda h: "1"), recipe=markers, apply=False)
+    assert _exit_code(list(filled.values()), check=True) == EXIT_CHANGES
+    # Both in one run: unfilled wins (applying the changes would not finish the job).
+    assert _exit_code(list(rejected.values()) + list(filled.values()), check=True) == EXIT_UNFILLED

@@ -148,3 +148,17 @@ def test_no_line_break_healing_where_newlines_only_merge_with_newlines(tmp_path)
     kept, healed, _ = TokenHealer(t, len(vocab), torch.device("cpu")).back_up(ids, t.decode, words=False)
     assert healed == "" and kept == ids
     assert json.loads((tmp_path / "tokenizer.json").read_text())  # a real tokenizer file
+
+
+def test_readme_main_job_regenerates_one_line_with_the_default_model():
+    """The README's first command, as a newcomer runs it (the default model, no --model)."""
+    import json
+
+    env = {k: v for k, v in os.environ.items() if k != "DLLM_LSP_MODEL"}
+    out = subprocess.run([sys.executable, "-m", "dllm_lsp", "infill", "examples/demo.py", "--at", "13:9",
+                          "--end", "13:35", "--json"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    result = json.loads(out.stdout)
+    hole = result["holes"][0]
+    assert result["model"] == "default" and hole["text"].strip() and "\n" not in hole["text"], hole
+    assert hole["finish_reason"] == "end"  # a range within one line comes back as one line

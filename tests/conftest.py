@@ -10,7 +10,9 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # Tests that need a real model but not a good one run on the small from-scratch model
-# (fast to load and to run); the tests of the pretrained default name it: tests/bases/.
+# (fast to load and to run). The new default (a pretrained base) runs in tests/bases/ and in
+# tests/editors/test_vscode_e2e.py::test_vscode_with_real_server (the extension starts the
+# server with its own environment, so a real editor meets the default model).
 os.environ.setdefault("DLLM_LSP_MODEL", "small")
 
 import torch  # noqa: E402  (after the thread settings)

@@ -45,11 +45,12 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="default")
     ap.add_argument("--need", type=int, default=4, help="examples that must pass (of 6)")
+    ap.add_argument("--weights", choices=("native", "int8"), default="native")
     args = ap.parse_args()
     from dllm_engine.engine import Engine, EngineConfig
     from dllm_engine.protocol import Hole, InfillRequest
 
-    engine = Engine(EngineConfig(model=args.model))
+    engine = Engine(EngineConfig(model=args.model, weights=args.weights))
     ok = 0
     try:
         for path in sorted(HOLES.glob("*.py")):

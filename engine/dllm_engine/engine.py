@@ -67,6 +67,8 @@ class EngineConfig:
     # Token healing (healing.py): trailing blanks and a partial last word of the
     # prefix move into the hole, so every fill starts on a token boundary.
     heal: bool = True
+    # "int8": dynamically quantized projections and head on the CPU (quantize.py); "native": as loaded.
+    weights: str = "native"
 
     def __post_init__(self) -> None:
         if self.device == "auto":
@@ -110,6 +112,10 @@ class Engine:
         self.loaded.model.use_kernels(None if self.config.kernels == "auto" else self.config.kernels)
         if hasattr(self.loaded.model, "fuse_projections"):  # q/k/v and gate/up: one GEMM each
             self.loaded.model.fuse_projections()
+        if self.config.weights == "int8":
+            from .quantize import quantize_int8
+
+            quantize_int8(self.loaded.model)
         self.load_seconds = time.perf_counter() - t0
         cfg = self.loaded.config
         self.tokenizer = self.loaded.tokenizer

@@ -77,7 +77,7 @@ class Attention(nn.Module):
         """`kv_only`: return (None, new K/V) without attending (the last layer of a context encode)."""
         b, s, _ = x.shape
         if self.qkv is not None:
-            qkv = F.linear(x, *self.qkv)
+            qkv = _fused_linear(x, self.qkv)
             q, k, v = qkv.split((self.h * self.d, self.kv * self.d, self.kv * self.d), dim=-1)
             q, k, v = q.reshape(b, s, self.h, self.d), k.reshape(b, s, self.kv, self.d), v.reshape(b, s, self.kv, self.d)
         else:
@@ -132,13 +132,18 @@ class MLP(nn.Module):
     def forward(self, x):
         if self.gelu:  # GeGLU (Gemma): torch on every device (the Triton kernel is SwiGLU's)
             if self.gate_up is not None:
-                gate, up = F.linear(x, *self.gate_up).chunk(2, dim=-1)
+                gate, up = _fused_linear(x, self.gate_up).chunk(2, dim=-1)
             else:
                 gate, up = self.gate_proj(x), self.up_proj(x)
             return self.down_proj(F.gelu(gate, approximate="tanh") * up)
         if self.gate_up is not None:
-            return self.down_proj(ops.swiglu(F.linear(x, *self.gate_up), None, self.kernels))
+            return self.down_proj(ops.swiglu(_fused_linear(x, self.gate_up), None, self.kernels))
         return self.down_proj(ops.swiglu(self.gate_proj(x), self.up_proj(x), self.kernels))
+
+
+def _fused_linear(x: torch.Tensor, fused) -> torch.Tensor:
+    """A fused projection: (weight, bias), or the int8 module that replaced them (quantize.py)."""
+    return fused(x) if callable(fused) else F.linear(x, *fused)
 
 
 def _fuse_linears(*linears: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:

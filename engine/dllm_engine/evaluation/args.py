@@ -33,6 +33,8 @@ def add_arguments(p) -> None:
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per test program")
     p.add_argument("--workers", type=int, default=0, help="parallel test programs (default: cores)")
     p.add_argument("--threads", type=int, default=1, help="torch threads for the in-process engine")
+    p.add_argument("--weights", choices=("native", "int8"), default="native",
+                   help="the in-process engine's weights: as loaded, or int8 projections on the CPU")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-json")
     p.add_argument("--out-md")

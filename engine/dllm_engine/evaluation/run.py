@@ -26,7 +26,7 @@ def make_client(args):
     from ..clients import DaemonClient, InProcessClient, OpenAIFimClient
 
     if args.endpoint is None:
-        return InProcessClient(model=args.model, threads=args.threads)
+        return InProcessClient(model=args.model, threads=args.threads, weights=args.weights)
     if args.kind == "openai":
         return OpenAIFimClient(args.endpoint, model=args.openai_model or "default")
     if args.endpoint.startswith("unix:"):

@@ -79,11 +79,17 @@ def read_config(path: Path, logits_only: bool = False) -> tuple[ModelConfig, dic
         raise CheckpointError(f"{cfg_file}: missing (a checkpoint folder needs config.json)") from None
     except json.JSONDecodeError as exc:
         raise CheckpointError(f"{cfg_file}: not valid JSON: {exc}") from None
+    if not isinstance(raw, dict):
+        raise CheckpointError(f"{cfg_file}: must hold a JSON object, not {type(raw).__name__}")
     if "dllm_lsp_config" in raw:
+        if not isinstance(raw["dllm_lsp_config"], dict):
+            raise CheckpointError(f"{cfg_file}: dllm_lsp_config must be an object")
         try:
             return ModelConfig.from_dict(raw["dllm_lsp_config"]), raw
         except TypeError as exc:
             raise CheckpointError(f"{cfg_file}: bad dllm_lsp_config: {exc}") from None
+        except CheckpointError as exc:
+            raise CheckpointError(f"{cfg_file}: {exc}") from None
     from .families import config_from_hf  # third-party families
 
     return config_from_hf(raw, path, logits_only=logits_only), raw

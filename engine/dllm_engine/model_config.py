@@ -73,6 +73,7 @@ class ModelConfig:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        self._check_types()
         if self.head_dim == 0:
             if self.hidden_size % self.num_heads:
                 raise CheckpointError(f"hidden_size {self.hidden_size} not divisible by num_heads {self.num_heads}")
@@ -89,6 +90,28 @@ class ModelConfig:
             raise CheckpointError(f"decode_block must be >= 0, got {self.decode_block}")
         if self.mask_token_id < 0:
             raise CheckpointError("config has no mask_token_id")
+
+    def _check_types(self) -> None:
+        """Every number is a number of the right kind and every special id is in the vocabulary,
+        so a bad config.json is one clear error here, not a torch TypeError at build time or an
+        IndexError at the first fill."""
+        for f in fields(self):
+            value, kind = getattr(self, f.name), f.type
+            if kind == "int" and (isinstance(value, bool) or not isinstance(value, int)):
+                raise CheckpointError(f"{f.name} must be an integer, got {value!r}")
+            if kind == "float" and (isinstance(value, bool) or not isinstance(value, (int, float))):
+                raise CheckpointError(f"{f.name} must be a number, got {value!r}")
+            if kind == "bool" and not isinstance(value, bool):
+                raise CheckpointError(f"{f.name} must be true or false, got {value!r}")
+        if not isinstance(self.extra, dict):
+            raise CheckpointError(f"extra must be an object, got {type(self.extra).__name__}")
+        for name in ("vocab_size", "hidden_size", "num_layers", "num_heads", "num_kv_heads", "intermediate_size"):
+            if getattr(self, name) <= 0:
+                raise CheckpointError(f"{name} must be positive, got {getattr(self, name)}")
+        for name in ("mask_token_id", "pad_token_id", "eos_token_id", "suffix_token_id", "prefix_token_id",
+                     "bos_token_id"):
+            if getattr(self, name) >= self.vocab_size:
+                raise CheckpointError(f"{name} {getattr(self, name)} is outside the vocabulary of {self.vocab_size}")
 
     @property
     def num_params(self) -> int:

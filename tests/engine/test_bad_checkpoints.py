@@ -82,3 +82,33 @@ def test_sharded_checkpoint_loads(copy):
         {"metadata": {}, "weight_map": {k: s for s, ks in shards.items() for k in ks}}))
     lm = load(str(copy))
     torch.testing.assert_close(lm.model.model.embed_tokens.weight, state["model.embed_tokens.weight"])
+
+
+def _edit_config(path, fn):
+    cfg = json.loads((path / "config.json").read_text())
+    fn(cfg["dllm_lsp_config"])
+    (path / "config.json").write_text(json.dumps(cfg))
+
+
+@pytest.mark.parametrize("key, value, message", [
+    ("hidden_size", "256", r"config\.json: hidden_size must be an integer, got '256'"),
+    ("qkv_bias", 1, r"qkv_bias must be true or false"),
+    ("rope_theta", "1e4", r"rope_theta must be a number"),
+    ("mask_token_id", 10**6, r"mask_token_id 1000000 is outside the vocabulary"),
+    ("extra", [], r"extra must be an object"),
+])
+def test_bad_config_values_are_one_clear_error(copy, key, value, message):
+    """Issue 16, defect 7: these were a raw torch TypeError, an IndexError at the first fill,
+    and an AttributeError."""
+    _edit_config(copy, lambda c: c.__setitem__(key, value))
+    with pytest.raises(CheckpointError, match=message):
+        load(str(copy))
+
+
+def test_config_that_is_not_an_object(copy):
+    (copy / "config.json").write_text("[1, 2]")
+    with pytest.raises(CheckpointError, match="must hold a JSON object"):
+        load(str(copy))
+    (copy / "config.json").write_text('{"dllm_lsp_config": [1]}')
+    with pytest.raises(CheckpointError, match="dllm_lsp_config must be an object"):
+        load(str(copy))

@@ -18,9 +18,14 @@ Without `absorb` (scoring), every row from the first canvas slot runs.
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 
 from .layout import shifted_canvas_mask
+
+# Fresh serials for contexts that grew (apart from EncodedContext's own counter's range).
+_serials = itertools.count(10**12)
 
 
 def current_block_starts(canvases: torch.Tensor, lens: torch.Tensor, block: int, mask_id: int) -> torch.Tensor:
@@ -115,8 +120,3 @@ def _append_finished(runner, contexts, canvases, offset, done, new_kv) -> None:
         ctx.length, ctx.ids = ids.numel(), ids
         ctx.last_id, ctx.absorbed = int(finished[-1]), start
         ctx.serial = next(_serials)  # a new identity: batch buffers stacked from the old K/V are stale
-
-
-import itertools  # noqa: E402
-
-_serials = itertools.count(10**12)

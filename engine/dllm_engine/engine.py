@@ -131,7 +131,7 @@ class Engine:
             banned=tuple(i for i in (cfg.mask_token_id, cfg.suffix_token_id, cfg.prefix_token_id) if i >= 0),
         )
         self.scheduler = Scheduler(self.config.max_batch, self.config.max_queue)
-        self._stop_cache: dict[tuple[str, ...], torch.Tensor] = {}
+        self._stop_cache: dict[tuple, torch.Tensor] = {}
         self.healer = TokenHealer(self.tokenizer, cfg.vocab_size, self.runner.device) if self.config.heal else None
         self.metrics = EngineMetrics()
         self._cond = threading.Condition()
@@ -305,13 +305,19 @@ class Engine:
         ))
 
     def _first_stop_ids(self, stop: tuple[str, ...], healed: str, allowed: torch.Tensor) -> torch.Tensor:
-        """bool [V]: the tokens slot 0 may take whose text past the healed part holds a stop string."""
-        out = torch.zeros_like(allowed)
-        for i in allowed.nonzero().squeeze(-1).tolist():
-            rest = self.tokenizer.decode([i])[len(healed):]
-            if any(s in rest for s in stop):
-                out[i] = True
-        return out
+        """bool [V]: the tokens slot 0 may take whose text past the healed part holds a stop string
+        (kept per (stop set, healed text), like _stop_ids: every keystroke on a fresh line asks again)."""
+        key = (stop, "\0" + healed)
+        cached = self._stop_cache.get(key)
+        if cached is None:
+            cached = torch.zeros_like(allowed)
+            for i in allowed.nonzero().squeeze(-1).tolist():
+                if any(s in self.tokenizer.decode([i])[len(healed):] for s in stop):
+                    cached[i] = True
+            if len(self._stop_cache) >= STOP_CACHE_ENTRIES:
+                self._stop_cache.pop(next(iter(self._stop_cache)))
+            self._stop_cache[key] = cached
+        return cached
 
     def _stop_ids(self, stop: tuple[str, ...]) -> torch.Tensor:
         """bool [V]: the tokens whose text holds a stop string (computed once per stop set)."""

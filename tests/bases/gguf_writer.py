@@ -17,19 +17,27 @@ def llama_cpp_permute(w: np.ndarray, heads: int) -> np.ndarray:
     return w.reshape(heads, 2, w.shape[0] // heads // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
 
 
-def write_llama_gguf(path: Path, cfg, state: dict, quantize_ffn: bool = False) -> None:
+def _writer(path: Path, arch: str, cfg, rope_theta: float):
+    """A GGUFWriter with the metadata every architecture has, from a transformers config."""
     import gguf
 
-    w = gguf.GGUFWriter(str(path), "llama")
+    w = gguf.GGUFWriter(str(path), arch)
     w.add_block_count(cfg.num_hidden_layers)
     w.add_context_length(cfg.max_position_embeddings)
     w.add_embedding_length(cfg.hidden_size)
     w.add_feed_forward_length(cfg.intermediate_size)
     w.add_head_count(cfg.num_attention_heads)
     w.add_head_count_kv(cfg.num_key_value_heads)
-    w.add_rope_freq_base(float((getattr(cfg, "rope_parameters", None) or {}).get("rope_theta", 10000.0)))
+    w.add_rope_freq_base(rope_theta)
     w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_vocab_size(cfg.vocab_size)
+    return w
+
+
+def write_llama_gguf(path: Path, cfg, state: dict, quantize_ffn: bool = False) -> None:
+    import gguf
+
+    w = _writer(path, "llama", cfg, float((getattr(cfg, "rope_parameters", None) or {}).get("rope_theta", 10000.0)))
     for name, t in state.items():
         arr = t.float().numpy()
         if name == "model.embed_tokens.weight":
@@ -69,21 +77,10 @@ _GEMMA_LAYER = {"input_layernorm": "attn_norm", "post_attention_layernorm": "pos
 def write_gemma3_gguf(path: Path, cfg, state: dict) -> None:
     """convert_hf_to_gguf.py's Gemma3Model layout: no q/k permutation, every norm weight
     stored as 1 + w, the head tied (no output.weight)."""
-    import gguf
-
-    w = gguf.GGUFWriter(str(path), "gemma3")
-    w.add_block_count(cfg.num_hidden_layers)
-    w.add_context_length(cfg.max_position_embeddings)
-    w.add_embedding_length(cfg.hidden_size)
-    w.add_feed_forward_length(cfg.intermediate_size)
-    w.add_head_count(cfg.num_attention_heads)
-    w.add_head_count_kv(cfg.num_key_value_heads)
+    w = _writer(path, "gemma3", cfg, float(cfg.rope_parameters["full_attention"]["rope_theta"]))
     w.add_key_length(cfg.head_dim)
     w.add_value_length(cfg.head_dim)
-    w.add_rope_freq_base(float(cfg.rope_parameters["full_attention"]["rope_theta"]))
-    w.add_layer_norm_rms_eps(cfg.rms_norm_eps)
     w.add_sliding_window(cfg.sliding_window)
-    w.add_vocab_size(cfg.vocab_size)
     for name, t in state.items():
         arr = t.float().numpy()
         if name == "lm_head.weight":

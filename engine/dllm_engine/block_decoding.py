@@ -28,13 +28,18 @@ from .layout import shifted_canvas_mask
 _serials = itertools.count(10**12)
 
 
+def first_masked_block(masked: torch.Tensor, block: int) -> torch.Tensor:
+    """long [B]: the index of each canvas's first block that still holds a mask (`masked`,
+    bool [B, W], real slots only); past the last block when none does."""
+    width = masked.shape[1]
+    slot = torch.arange(width, device=masked.device)[None].expand_as(masked)
+    return torch.where(masked, slot, torch.full_like(slot, width)).min(-1).values // block
+
+
 def current_block_starts(canvases: torch.Tensor, lens: torch.Tensor, block: int, mask_id: int) -> torch.Tensor:
     """long [B]: the first slot of each canvas's first block that still holds a mask (at most its length)."""
-    width = canvases.shape[1]
-    slot = torch.arange(width, device=canvases.device)[None].expand_as(canvases)
-    real = slot < lens[:, None]
-    first = torch.where((canvases == mask_id) & real, slot, torch.full_like(slot, width)).min(-1).values
-    return torch.minimum((first // block) * block, lens)
+    real = torch.arange(canvases.shape[1], device=canvases.device)[None] < lens[:, None]
+    return torch.minimum(first_masked_block((canvases == mask_id) & real, block) * block, lens)
 
 
 def shifted_canvas_logits(runner, contexts, canvases: torch.Tensor, canvas_lens: torch.Tensor,

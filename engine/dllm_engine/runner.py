@@ -24,7 +24,7 @@ import torch
 
 from .checkpoint import LoadedModel
 from .context_cache import PrefixCache
-from .block_decoding import shifted_canvas_logits
+from .block_decoding import first_masked_block, shifted_canvas_logits
 from .layout import causal_mask, native_context_ids
 from .model import SlotWrite
 from .ops import CanvasSpec
@@ -258,10 +258,8 @@ class ModelRunner:
         has a mask), or None when the whole canvas is one block."""
         if not self.block:
             return None
-        width = canvases.shape[1]
-        blk = torch.arange(width, device=canvases.device)[None] // self.block  # [1, W]
-        first = torch.where(masked, blk, torch.full_like(blk, width)).min(-1).values  # [B]
-        return blk == first[:, None]
+        blk = torch.arange(canvases.shape[1], device=canvases.device)[None] // self.block  # [1, W]
+        return blk == first_masked_block(masked, self.block)[:, None]
 
     @torch.inference_mode()
     def canvas_logits_delayed(self, contexts: list[EncodedContext], canvases: torch.Tensor, canvas_lens: torch.Tensor,

@@ -43,9 +43,14 @@ def current_block_starts(canvases: torch.Tensor, lens: torch.Tensor, block: int,
 
 
 def shifted_canvas_logits(runner, contexts, canvases: torch.Tensor, canvas_lens: torch.Tensor,
-                          rows: torch.Tensor | None, compact: bool, absorb: bool) -> torch.Tensor:
+                          rows: torch.Tensor | None, compact: bool, absorb: bool,
+                          drafts: torch.Tensor | None = None) -> torch.Tensor:
     """canvas_logits for a shifted-logit model (see the module docstring); the same contract
-    as ModelRunner.canvas_logits: [B, W, V], or [M, V] for `rows` with `compact`."""
+    as ModelRunner.canvas_logits: [B, W, V], or [M, V] for `rows` with `compact`.
+
+    `drafts` (long [B, W], -1 where none): guessed tokens the pass runs in masked slots
+    (drafting.py), so the slot after each gets the model's logits given the guess. The
+    canvas itself (which slots are finished) is read from `canvases` alone."""
     b, width = canvases.shape
     block, dev = runner.block, runner.device
     offset = torch.tensor([c.absorbed for c in contexts], device=dev)  # slots already in each context
@@ -75,7 +80,8 @@ def shifted_canvas_logits(runner, contexts, canvases: torch.Tensor, canvas_lens:
     ctx_lens, t_max = batch.lens, batch.t_max
     src = (offset[:, None] + torch.arange(run, device=dev)[None]).clamp(max=width - 1)
     last_ids = torch.tensor([c.last_id for c in contexts], dtype=torch.long, device=dev)
-    ids = torch.cat((last_ids[:, None], canvases.gather(1, src)), dim=1)  # [B, 1 + run]
+    shown = canvases if drafts is None else torch.where(drafts >= 0, drafts, canvases)
+    ids = torch.cat((last_ids[:, None], shown.gather(1, src)), dim=1)  # [B, 1 + run]
     positions = ctx_lens[:, None] + torch.arange(1 + run, device=dev)[None]
     # Block ids: row 0 and the finished rows are causal (each its own block, before any
     # current one); the current blocks follow, bidirectional inside each.

@@ -25,6 +25,7 @@ import torch
 from .canvas_rules import advance, fill_tokens, forget_rewritten, remask, stop_token_mask
 from .checkpoint import LoadedModel, load
 from .denoise import SpecialIds, denoise_pass
+from .drafting import accepted_run, canvas_drafts
 from .cpu_features import native_bf16
 from .healing import TokenHealer, heal, unheal
 from .metrics import EngineMetrics
@@ -69,6 +70,9 @@ class EngineConfig:
     heal: bool = True
     # "int8": dynamically quantized projections and head on the CPU (quantize.py); "native": as loaded.
     weights: str = "native"
+    # Shifted-logit models decoded in blocks of 1: guess up to this many next tokens from the
+    # text and check them in the same pass (drafting.py; greedy output unchanged). 0: off.
+    draft_tokens: int = 8
 
     def __post_init__(self) -> None:
         if self.device == "auto":
@@ -79,6 +83,8 @@ class EngineConfig:
             raise ValueError(f"dtype must be float32, bfloat16 or float16, got {self.dtype!r}")
         if self.kernels not in ("auto", "triton", "torch"):
             raise ValueError(f"kernels must be auto, triton or torch, got {self.kernels!r}")
+        if self.draft_tokens < 0:
+            raise ValueError(f"draft_tokens must be 0 (off) or more, got {self.draft_tokens!r}")
         if self.max_batch < 1 or self.max_queue < 1:
             raise ValueError("max_batch and max_queue must be at least 1")
         self.buckets = tuple(sorted(self.buckets))
@@ -132,6 +138,9 @@ class Engine:
         )
         self.scheduler = Scheduler(self.config.max_batch, self.config.max_queue)
         self._stop_cache: dict[tuple, torch.Tensor] = {}
+        # Draft tokens never run through a layout marker or an end token (drafting.py).
+        self._draft_stops = torch.zeros(cfg.vocab_size, dtype=torch.bool)
+        self._draft_stops[[*self.special.banned, *self.special.end]] = True
         self.healer = TokenHealer(self.tokenizer, cfg.vocab_size, self.runner.device) if self.config.heal else None
         self.metrics = EngineMetrics()
         self._cond = threading.Condition()
@@ -399,6 +408,14 @@ class Engine:
         # The LM head only where a token may be committed, unless re-masking needs every slot.
         rows = None if any(p.remask_below > 0 for p in params) else masked
         compact = rows is not None and getattr(self.runner, "compact_logits", False)  # [M, V]: masked slots only
+        drafts = checked = None
+        if window is not None and compact and not delayed and self.config.draft_tokens and self.runner.block == 1:
+            drafts = canvas_drafts(active, canvases, window, self.special.mask, self.config.draft_tokens,
+                                   self._draft_stops)
+        if drafts is not None:  # the pass also gives the logits of the slot after each draft token
+            checked = torch.zeros_like(masked)
+            checked[:, 1:] = drafts[:, :-1] >= 0
+            rows = masked | checked
         canvas_kv = fresh = None
         if delayed:
             fresh = valid.clone()
@@ -411,7 +428,12 @@ class Engine:
             extra = {"absorb": True} if window is not None else {}
             if compact:
                 extra["compact"] = True
+            if drafts is not None:
+                extra["drafts"] = drafts
             logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows, **extra)
+            if drafts is not None:  # split the compact rows: the current slots, then the checked ones
+                own = masked[rows]
+                logits, draft_logits = logits[own], logits[~own]
         healed = [row for row, a in enumerate(active) if a.first_allowed is not None]
         if healed:  # a healed prefix: while slot 0 is masked, its token must extend the backed-up word
             self._restrict_first_slot(logits, canvases, masked, active, healed, compact or delayed)
@@ -430,6 +452,8 @@ class Engine:
                                   for a, p in zip(active, params)], device=self.runner.device)
         commit = out.commit | (masked & last_pass[:, None])  # the pass cap commits what is left
         new_canvases = torch.where(commit, out.tokens, canvases)
+        if drafts is not None:
+            self._accept_drafts(drafts, draft_logits, checked, window, commit, new_canvases)
         committed = commit.sum(-1).tolist()
         self.metrics.pass_done(len(active), sum(committed), time.perf_counter() - t0)
         finished = []
@@ -451,6 +475,35 @@ class Engine:
             elif a.state.on_event is not None:
                 self._emit(a)
         return finished
+
+    def _accept_drafts(self, drafts, draft_logits, checked, window, commit, new_canvases) -> None:
+        """Commit, after each canvas's current slot, the model's greedy tokens for as long as the
+        draft agreed with them (drafting.accepted_run), in place in `commit` / `new_canvases`.
+        Slot c + j + 1's logits came from the row holding draft token j, so they hold only
+        while every draft token before them matched the model's choice."""
+        sub = draft_logits.float()
+        if self.special.banned:
+            sub[:, list(self.special.banned)] = float("-inf")
+        picks = sub.argmax(-1).tolist()  # row-major over `checked`
+        rows_of = checked.nonzero(as_tuple=True)[0].tolist()
+        current = window.float().argmax(-1).tolist()
+        drafted = (drafts >= 0).sum(-1).tolist()
+        at = 0
+        for row in range(drafts.shape[0]):
+            k = drafted[row]
+            if not k:
+                continue
+            c = current[row]
+            mine = picks[at:at + k]
+            at += k
+            assert rows_of[at - 1] == row  # the compact rows come canvas by canvas
+            if not bool(commit[row, c]):
+                continue
+            model = [int(new_canvases[row, c]), *mine]
+            n = accepted_run(model, drafts[row, c:c + k].tolist())
+            if n > 1:
+                new_canvases[row, c + 1:c + n] = torch.tensor(model[1:n], device=new_canvases.device)
+                commit[row, c + 1:c + n] = True
 
     def _restrict_first_slot(self, logits, canvases, masked, active, healed: list[int], compact: bool) -> None:
         """Ban every token that does not extend the backed-up word at slot 0 of the healed

@@ -229,17 +229,21 @@ class ModelRunner:
 
     @torch.inference_mode()
     def canvas_logits(self, contexts: list[EncodedContext], canvases: torch.Tensor, canvas_lens: torch.Tensor,
-                      rows: torch.Tensor | None = None, compact: bool = False, absorb: bool = False) -> torch.Tensor:
+                      rows: torch.Tensor | None = None, compact: bool = False, absorb: bool = False,
+                      drafts: torch.Tensor | None = None) -> torch.Tensor:
         """Logits [B, L, V] for canvases [B, L] (rows padded past canvas_lens[b]).
 
         With `rows` (bool [B, L]) only those slots get logits (the others are zero);
         with `compact` too, only those slots come back, [M, V] in row-major order
         (no [B, L, V] tensor to zero and scatter into: a tenth of a batched pass on a CPU).
         `absorb` (the engine's own holes, block decoding): finished blocks join their hole's
-        context (block_decoding.py), so a pass runs only the current block.
+        context (block_decoding.py), so a pass runs only the current block. `drafts`: guessed
+        tokens run in masked slots (shifted-logit models: drafting.py).
         """
         if self.shifted:
-            return shifted_canvas_logits(self, contexts, canvases, canvas_lens, rows, compact, absorb)
+            return shifted_canvas_logits(self, contexts, canvases, canvas_lens, rows, compact, absorb, drafts)
+        if drafts is not None:
+            raise ValueError("drafts need a shifted-logit model")
         b, length = canvases.shape
         batch = self._stack_contexts(contexts, length)
         ctx_lens, t_max = batch.lens, batch.t_max

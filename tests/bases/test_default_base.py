@@ -49,7 +49,7 @@ def test_blocks_of_one_are_the_bases_own_greedy_decoding(base_engine):
     # " " typed: healing moves it into the hole and backs up no word; compare ids through text
     res = base_engine.infill(req).holes[0]
     text = base_engine.tokenizer.decode(want)
-    assert res.passes == res.tokens  # blocks of 1: one token per pass
+    assert res.passes <= res.tokens  # blocks of 1: one token per pass, fewer where a draft was right
     if res.finish_reason == "end":  # the base chose to end the fill (an end token is allowed)
         assert text.lstrip(" ").startswith(res.text) and res.text
     else:

@@ -35,6 +35,8 @@ def add_arguments(p) -> None:
     p.add_argument("--threads", type=int, default=1, help="torch threads for the in-process engine")
     p.add_argument("--weights", choices=("native", "int8"), default="native",
                    help="the in-process engine's weights: as loaded, or int8 projections on the CPU")
+    p.add_argument("--draft-tokens", type=int, default=None,
+                   help="the in-process engine's draft length (drafting.py; 0 turns drafting off; default: the engine's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-json")
     p.add_argument("--out-md")

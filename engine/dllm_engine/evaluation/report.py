@@ -31,6 +31,8 @@ def summarize(outcomes: list[Outcome]) -> list[dict]:
             "syntax_valid": _pct(sum(bool(o.syntax_ok) for o in group), n),
             "passes_per_infill": round(passes / len(decoded), 2) if decoded else None,
             "tokens_per_pass": round(sum(o.committed for o in decoded) / passes, 2) if passes else None,
+            # The fill's own tokens per pass: committed padding and end tokens left out.
+            "fill_tokens_per_pass": round(sum(o.tokens for o in decoded) / passes, 2) if passes else None,
             "fill_tokens": round(statistics.mean(o.tokens for o in called), 1) if called else None,
             "latency_ms_median": round(statistics.median(o.latency_ms for o in called), 1) if called else None,
             "latency_ms_p90": round(sorted(o.latency_ms for o in called)[int(0.9 * (len(called) - 1))], 1) if called else None,
@@ -40,7 +42,7 @@ def summarize(outcomes: list[Outcome]) -> list[dict]:
 
 COLUMNS = [("benchmark", "benchmark"), ("arm", "decoding"), ("n", "n"), ("pass@1", "pass@1 %"),
            ("exact_match", "exact %"), ("syntax_valid", "syntax ok %"), ("passes_per_infill", "passes/infill"),
-           ("tokens_per_pass", "tokens/pass"), ("fill_tokens", "fill tokens"), ("latency_ms_median", "latency ms (median)")]
+           ("tokens_per_pass", "tokens/pass"), ("fill_tokens_per_pass", "fill tokens/pass"), ("fill_tokens", "fill tokens"), ("latency_ms_median", "latency ms (median)")]
 
 
 def markdown(rows: list[dict]) -> str:

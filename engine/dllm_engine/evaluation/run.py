@@ -26,7 +26,8 @@ def make_client(args):
     from ..clients import DaemonClient, InProcessClient, OpenAIFimClient
 
     if args.endpoint is None:
-        return InProcessClient(model=args.model, threads=args.threads, weights=args.weights)
+        extra = {} if args.draft_tokens is None else {"draft_tokens": args.draft_tokens}
+        return InProcessClient(model=args.model, threads=args.threads, weights=args.weights, **extra)
     if args.kind == "openai":
         return OpenAIFimClient(args.endpoint, model=args.openai_model or "default")
     if args.endpoint.startswith("unix:"):

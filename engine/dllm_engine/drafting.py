@@ -1,0 +1,92 @@
+"""Draft tokens for a left-to-right canvas, checked by the model in the same pass.
+
+A shifted-logit base decoded in blocks of 1 commits one token per pass, and each
+pass costs about the same whether it runs two rows or twenty (on a CPU, reading the
+weights dominates). So each pass also runs a guess of the next few tokens (a draft)
+as causal rows after the current slot: the row holding draft token i gives the
+model's own choice for the slot after it. A draft token is kept while it equals the
+model's greedy choice at its slot given the kept tokens before it, and the model's
+token at the first mismatch is committed too (speculative decoding's acceptance rule
+with the model as its own verifier). Greedy output is unchanged: every committed
+token is the one one-token-per-pass decoding would have committed.
+
+The drafts come from the text itself, as prompt-lookup decoding does: code repeats
+itself, and an infill's context holds both sides of the hole (the suffix comes first
+in the native layout), so the tokens after an earlier occurrence of the fill's last
+few tokens are a good guess for what comes next. A guess that finds nothing costs
+nothing: the pass runs as it would have.
+"""
+
+from __future__ import annotations
+
+import torch
+
+MAX_NGRAM = 3  # the longest run of trailing tokens looked up (longest first)
+
+
+def lookup_draft(history: torch.Tensor, length: int, min_ngram: int = 1,
+                 stop_at: torch.Tensor | None = None) -> torch.Tensor:
+    """long [<= length]: the tokens that followed the latest earlier occurrence of the
+    longest trailing n-gram of `history` (1-D long, oldest first) that occurs earlier;
+    empty when none does. `stop_at` (bool [V]): tokens a draft never runs through
+    (layout markers, end tokens), so a draft does not cross from suffix to prefix."""
+    total = history.numel()
+    if length <= 0 or total < 2:
+        return history.new_empty(0)
+    for n in range(min(MAX_NGRAM, total - 1), min_ngram - 1, -1):
+        tail = history[total - n:]
+        # Windows that end before the last token, so each has a token after it.
+        windows = history[: total - 1].unfold(0, n, 1)  # [total - n, n]
+        hits = (windows == tail).all(-1).nonzero().squeeze(-1)
+        if not hits.numel():
+            continue
+        start = int(hits[-1]) + n  # the latest occurrence: code nearby is the likeliest to repeat
+        draft = history[start:start + length]
+        if stop_at is not None and draft.numel():
+            stops = stop_at[draft].nonzero()
+            if stops.numel():
+                draft = draft[: int(stops[0])]
+        return draft
+    return history.new_empty(0)
+
+
+def accepted_run(model_tokens: list[int], draft: list[int]) -> int:
+    """How many of the model's tokens (its choice at the current slot, then at each slot
+    after a draft token) are committed: up to and including the first that differs from
+    the draft there, or all of them when the whole draft matches."""
+    for i, token in enumerate(model_tokens):
+        if i >= len(draft) or token != draft[i]:
+            return i + 1
+    return len(model_tokens)
+
+
+def history_of(a, canvas: torch.Tensor, current: int) -> torch.Tensor:
+    """long [T]: what the hole's model has read before slot `current`: its context (which
+    under block decoding already holds the fill's older slots), the held-out last token,
+    and the committed slots not yet folded into the context."""
+    ctx = a.context
+    done = canvas[ctx.absorbed:current].cpu()
+    return torch.cat((ctx.ids, torch.tensor([ctx.last_id]), done))
+
+
+def canvas_drafts(active: list, canvases: torch.Tensor, window: torch.Tensor, mask_id: int,
+                  limit: int, stop_at: torch.Tensor) -> torch.Tensor | None:
+    """long [B, W] (-1 where none): a draft for every greedy canvas whose current slot is
+    the only one in its window (blocks of 1) and whose text has a lookup match, filling
+    masked slots from the current one on, at most `limit` and never past the canvas
+    (the token after the last draft token must have a slot too). None when no canvas has one."""
+    drafts = torch.full_like(canvases, -1)
+    current = window.float().argmax(-1).tolist()
+    any_draft = False
+    for row, a in enumerate(active):
+        if a.params.temperature > 0 or a.context.ids is None:
+            continue  # sampling would need the rejection-sampling rule; not worth it here
+        c, n = current[row], a.canvas.numel()
+        room = min(limit, n - c - 1)
+        if room <= 0 or int(window[row].sum()) != 1:
+            continue
+        draft = lookup_draft(history_of(a, canvases[row], c), room, stop_at=stop_at)
+        if draft.numel() and bool((canvases[row, c:c + draft.numel()] == mask_id).all()):
+            drafts[row, c:c + draft.numel()] = draft.to(drafts.device)
+            any_draft = True
+    return drafts if any_draft else None

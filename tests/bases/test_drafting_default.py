@@ -1,0 +1,51 @@
+"""Drafting on the default model (a shifted-logit base decoded in blocks of 1): the draft
+tokens checked in each pass change how many passes a fill takes, never what it says.
+fp32, so "the same tokens" is exact (bf16 GEMMs may round differently with more rows)."""
+
+import pytest
+
+from dllm_engine.protocol import Hole, InfillRequest
+
+REPEATING = (
+    "import os\n\n"
+    "CONFIG = {\n"
+    '    "host": os.environ.get("APP_HOST", "localhost"),\n'
+    '    "port": os.environ.get("APP_PORT", "8080"),\n'
+    '    "user": '
+)
+HOLES = [
+    Hole(prefix=REPEATING, suffix="\n}\n", max_tokens=32, stop=("\n",)),
+    Hole(prefix="import os\n\n\ndef home():\n    return os.path.", suffix="\n", max_tokens=16, stop=("\n",)),
+    Hole(prefix="x = 1\ny = ", suffix="\nprint(x + y)\n", max_tokens=8),
+]
+
+
+@pytest.fixture(scope="module")
+def engines():
+    from dllm_engine.engine import Engine, EngineConfig
+
+    built = {k: Engine(EngineConfig(model="default", threads=1, dtype="float32", draft_tokens=k)) for k in (0, 8)}
+    yield built
+    for e in built.values():
+        e.shutdown()
+
+
+def test_drafted_fills_equal_one_token_per_pass_alone_and_batched(engines):
+    plain = [engines[0].infill(InfillRequest(holes=[h])).holes[0] for h in HOLES]
+    alone = [engines[8].infill(InfillRequest(holes=[h])).holes[0] for h in HOLES]
+    batched = engines[8].infill(InfillRequest(holes=list(HOLES))).holes  # one pass serves all three canvases
+    for p, a, b in zip(plain, alone, batched):
+        assert a.text == p.text and b.text == p.text
+        assert a.tokens == p.tokens and b.tokens == p.tokens
+        assert a.passes <= p.passes and b.passes <= p.passes
+    assert all(n == 1 for n in plain[0].committed_per_pass)  # one token per pass without drafts
+    # The repeated line is copied from the text: several tokens a pass
+    assert plain[0].text.startswith("os.environ.get(")
+    assert alone[0].passes < plain[0].passes / 2 and max(alone[0].committed_per_pass) > 2
+
+
+def test_drafting_is_off_for_sampled_fills(engines):
+    from dllm_engine.protocol import DiffusionParams
+
+    res = engines[8].infill(InfillRequest(holes=[HOLES[0]], params=DiffusionParams(temperature=0.7, seed=3))).holes[0]
+    assert all(n == 1 for n in res.committed_per_pass)

@@ -19,6 +19,7 @@ Without `absorb` (scoring), every row from the first canvas slot runs.
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 
 import torch
 
@@ -94,11 +95,15 @@ def shifted_canvas_logits(runner, contexts, canvases: torch.Tensor, canvas_lens:
     # Row j's output is slot offset + j's prediction.
     target = offset[:, None] + r  # [B, 1 + run]
     want = want_slots.gather(1, target.clamp(max=width - 1)) & (target < canvas_lens[:, None]) & real
+    # Blocks of 1: every row of the pass may join the context once the pass's commits are
+    # known (fold_committed), so the pass keeps its K/V.
+    keep = absorb and block == 1
     fold = absorb and block and bool((done > 0).any())
     logits, new_kv = runner.model(ids, positions, mask=mask, past=past, logits_rows=want,
-                                  compact=compact and rows is not None, return_kv=fold)
+                                  compact=compact and rows is not None, return_kv=fold or keep)
     if fold:
         _append_finished(runner, contexts, canvases, offset, done, new_kv)
+    runner.last_pass = PassRows(contexts, ids.cpu(), real.cpu(), done.tolist(), offset.tolist(), new_kv) if keep else None
     if compact and rows is not None:
         return logits  # row-major over (canvas, slot): the same order as rows.nonzero()
     out = logits.new_zeros(b, width, logits.shape[-1])
@@ -108,26 +113,68 @@ def shifted_canvas_logits(runner, contexts, canvases: torch.Tensor, canvas_lens:
     return out
 
 
+@dataclass
+class PassRows:
+    """What a blocks-of-1 pass ran, kept until its commits are known (fold_committed)."""
+    contexts: list
+    ids: torch.Tensor  # long [B, R]: row 0 the held-out token, row r the token shown at slot offset + r - 1
+    real: torch.Tensor  # bool [B, R]
+    done: list[int]  # rows 0 .. done - 1 joined the context already (_append_finished)
+    offset: list[int]
+    kv: list  # per layer (k, v), [B, Hkv, R, D]
+
+
+def _rows_kv(new_kv, i: int, start: int, stop: int) -> torch.Tensor:
+    return torch.stack([torch.stack((k[i, :, start:stop], v[i, :, start:stop])) for k, v in new_kv])  # [layers, 2, Hkv, n, D]
+
+
+def _fold(runner, ctx, tokens: torch.Tensor, kv: torch.Tensor, last_id: int, absorbed: int) -> None:
+    """`tokens` (with their K/V from this pass, exact: nothing after them was visible) join
+    the context, and `last_id` becomes its held-out token. In place: contexts are the
+    engine's own per-hole objects."""
+    ids = torch.cat((ctx.ids, tokens))
+    have = ctx.ids.numel()
+    key, entry, reuse = runner.cache.lookup(ids, full=True)
+    if entry is not None and reuse >= have:  # the hole's own entry (or one that holds more of it)
+        extra = kv[:, :, :, reuse - have:]
+        stored = runner.cache.store(ids, key, reuse, extra) if extra.shape[3] else entry
+        ctx.kv = stored.buf[:, :, :, :ids.numel()]
+    else:  # its entry was evicted meanwhile: encode the context again
+        ctx.kv = runner._encode(ids).kv
+    ctx.length, ctx.ids = ids.numel(), ids
+    ctx.last_id, ctx.absorbed = last_id, absorbed
+    ctx.serial = next(_serials)  # a new identity: batch buffers stacked from the old K/V are stale
+
+
 def _append_finished(runner, contexts, canvases, offset, done, new_kv) -> None:
-    """After the pass: the context's held-out token and the finished slots but the newest
-    join the context (their K/V from this pass are exact); the newest becomes the held-out
-    token. Contexts change in place: these are the engine's own per-hole objects."""
+    """Before the pass's commits: the context's held-out token and the slots finished since
+    it was last extended, but the newest, join the context; the newest is held out."""
     for i, ctx in enumerate(contexts):
         n = int(done[i])  # finished slots not yet in the context: rows 0 .. n-1 join it
         if n <= 0:
             continue
         start = int(offset[i]) + n
         finished = canvases[i, int(offset[i]):start].cpu()
-        ids = torch.cat((ctx.ids, torch.tensor([ctx.last_id]), finished[:-1]))
-        kv = torch.stack([torch.stack((k[i, :, :n], v[i, :, :n])) for k, v in new_kv])  # [layers, 2, Hkv, n, D]
-        have = ctx.ids.numel()
-        key, entry, reuse = runner.cache.lookup(ids, full=True)
-        if entry is not None and reuse >= have:  # the hole's own entry (or one that holds more of it)
-            extra = kv[:, :, :, reuse - have:]
-            stored = runner.cache.store(ids, key, reuse, extra) if extra.shape[3] else entry
-            ctx.kv = stored.buf[:, :, :, :ids.numel()]
-        else:  # its entry was evicted meanwhile: encode the context again
-            ctx.kv = runner._encode(ids).kv
-        ctx.length, ctx.ids = ids.numel(), ids
-        ctx.last_id, ctx.absorbed = int(finished[-1]), start
-        ctx.serial = next(_serials)  # a new identity: batch buffers stacked from the old K/V are stale
+        tokens = torch.cat((torch.tensor([ctx.last_id]), finished[:-1]))
+        _fold(runner, ctx, tokens, _rows_kv(new_kv, i, 0, n), int(finished[-1]), start)
+
+
+def fold_committed(runner, canvases: torch.Tensor, mask_id: int) -> None:
+    """After a blocks-of-1 pass's commits (`canvases`, [B, W]): every row of the pass whose
+    token is now committed joins its context, so the next pass runs only the newest
+    committed token (held out) and what follows it, not the rows this pass ran already.
+    Row d (the held-out token) and each row after it whose shown token (a draft) equals the
+    committed one join, as long as the slot after them is committed (it is held out)."""
+    p, runner.last_pass = runner.last_pass, None
+    if p is None:
+        return
+    rows = canvases.cpu()
+    for i, ctx in enumerate(p.contexts):
+        d, off, width = p.done[i], p.offset[i], rows.shape[1]
+        if off + d >= width or int(rows[i, off + d]) == mask_id:
+            continue  # nothing committed after the held-out token: keep it held out
+        j = d  # fold rows d .. j and hold out slot off + j
+        while (j + 1 < p.ids.shape[1] and bool(p.real[i, j + 1]) and off + j + 1 < width
+               and int(p.ids[i, j + 1]) == int(rows[i, off + j]) and int(rows[i, off + j + 1]) != mask_id):
+            j += 1
+        _fold(runner, ctx, p.ids[i, d:j + 1], _rows_kv(p.kv, i, d, j + 1), int(rows[i, off + j]), off + j + 1)

@@ -68,7 +68,9 @@ class EngineConfig:
     # Token healing (healing.py): trailing blanks and a partial last word of the
     # prefix move into the hole, so every fill starts on a token boundary.
     heal: bool = True
-    # "int8": dynamically quantized projections and head on the CPU (quantize.py); "native": as loaded.
+    # "int8": dynamically quantized projections and head on the CPU (quantize.py); "int4":
+    # weight-only int4 projections in Q4_1's blocks and an int8 head (weight_only.py);
+    # "native": as loaded.
     weights: str = "native"
     # Shifted-logit models decoded in blocks of 1: guess up to this many next tokens from the
     # text and check them in the same pass (drafting.py; greedy output unchanged). 0: off.
@@ -83,6 +85,8 @@ class EngineConfig:
             raise ValueError(f"dtype must be float32, bfloat16 or float16, got {self.dtype!r}")
         if self.kernels not in ("auto", "triton", "torch"):
             raise ValueError(f"kernels must be auto, triton or torch, got {self.kernels!r}")
+        if self.weights not in ("native", "int8", "int4"):
+            raise ValueError(f"weights must be native, int8 or int4, got {self.weights!r}")
         if self.draft_tokens < 0:
             raise ValueError(f"draft_tokens must be 0 (off) or more, got {self.draft_tokens!r}")
         if self.max_batch < 1 or self.max_queue < 1:
@@ -122,6 +126,10 @@ class Engine:
             from .quantize import quantize_int8
 
             quantize_int8(self.loaded.model)
+        elif self.config.weights == "int4":
+            from .weight_only import quantize_int4
+
+            quantize_int4(self.loaded.model)
         self.load_seconds = time.perf_counter() - t0
         cfg = self.loaded.config
         self.tokenizer = self.loaded.tokenizer
@@ -454,6 +462,8 @@ class Engine:
         new_canvases = torch.where(commit, out.tokens, canvases)
         if drafts is not None:
             self._accept_drafts(drafts, draft_logits, checked, window, commit, new_canvases)
+        if window is not None and not delayed and hasattr(self.runner, "fold_committed"):
+            self.runner.fold_committed(new_canvases)  # the pass's committed rows join their contexts
         committed = commit.sum(-1).tolist()
         self.metrics.pass_done(len(active), sum(committed), time.perf_counter() - t0)
         finished = []

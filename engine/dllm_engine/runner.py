@@ -24,7 +24,7 @@ import torch
 
 from .checkpoint import LoadedModel
 from .context_cache import PrefixCache
-from .block_decoding import first_masked_block, shifted_canvas_logits
+from .block_decoding import first_masked_block, fold_committed, shifted_canvas_logits
 from .layout import causal_mask, native_context_ids
 from .model import SlotWrite
 from .ops import CanvasSpec
@@ -86,6 +86,7 @@ class ModelRunner:
         self.device = next(self.model.parameters()).device
         self.shifted = bool(self.config.logits_shift)
         self.block = int(self.config.decode_block)
+        self.last_pass = None  # blocks of 1: the rows of the last absorbing pass, for fold_committed
         if self.block and not self.shifted:
             raise ProtocolError("block decoding of the native layout needs a shifted-logit model (logits_shift)")
         # The delayed canvas cache keeps committed slots' K/V for a bidirectional canvas;
@@ -306,6 +307,12 @@ class ModelRunner:
         want = rows.gather(1, order) & ~pad
         logits, _ = self.model(ids, positions, mask=mask, past=past, logits_rows=want, compact=True)
         return logits, room
+
+    @torch.inference_mode()
+    def fold_committed(self, canvases: torch.Tensor) -> None:
+        """After a blocks-of-1 pass with `absorb`: its committed rows join their contexts
+        (block_decoding.fold_committed); a no-op after any other pass."""
+        fold_committed(self, canvases, self.config.mask_token_id)
 
     def edit_canvas(self, canvas: torch.Tensor, committed: torch.Tensor, max_tokens: int) -> torch.Tensor:
         """Length edits after a pass: none for the native layout (DreamOn's runner has some)."""

@@ -1,0 +1,57 @@
+"""Weight-only int4 / int8 projections (weight_only.py): on Q4_1's grid, int4 is the same weights."""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dllm_engine.weight_only import GROUP, Int4Linear, Int8RowLinear, int4_available
+
+pytestmark = pytest.mark.skipif(not int4_available(), reason="this torch has no CPU weight-only kernels")
+
+
+def q4_1_weights(n: int, k: int, seed: int = 0) -> torch.Tensor:
+    """Weights as a Q4_1 GGUF holds them: per block of 32 inputs, d * q + m, q in 0..15,
+    with the block's minimum at q = 0 and its maximum at q = 15 (ggml's quantizer)."""
+    g = torch.Generator().manual_seed(seed)
+    q = torch.randint(0, 16, (n, k // GROUP, GROUP), generator=g)
+    q[..., 0], q[..., 1] = 0, 15
+    d = torch.rand(n, k // GROUP, 1, generator=g) * 0.02 + 1e-3
+    m = -torch.rand(n, k // GROUP, 1, generator=g) * 0.2
+    return (d * q + m).reshape(n, k)
+
+
+def test_int4_on_q4_1_weights_is_the_same_linear_in_fp32():
+    w, b = q4_1_weights(96, 128), torch.randn(96)
+    x = torch.randn(5, 128)
+    got = Int4Linear(w, b)(x)
+    assert got.dtype == x.dtype and got.shape == (5, 96)
+    torch.testing.assert_close(got, F.linear(x, w, b), rtol=1e-4, atol=1e-4)
+
+
+def test_int4_in_bf16_is_as_close_as_bf16_weights():
+    w = q4_1_weights(64, 256, seed=1)
+    x = torch.randn(3, 256)
+    want = F.linear(x, w)
+    bf16 = F.linear(x.bfloat16(), w.bfloat16()).float()
+    got = Int4Linear(w.bfloat16())(x.bfloat16()).float()
+    assert (got - want).abs().max() <= 4 * (bf16 - want).abs().max() + 1e-2
+
+
+def test_leading_dims_and_a_constant_block():
+    w = q4_1_weights(32, 64)
+    w[0, :GROUP] = 0.25  # a block with one value: step 0
+    x = torch.randn(2, 3, 64)
+    torch.testing.assert_close(Int4Linear(w)(x), F.linear(x, w), rtol=1e-4, atol=1e-4)
+
+
+def test_inputs_not_in_groups_of_32_are_refused():
+    with pytest.raises(ValueError, match="groups of 32"):
+        Int4Linear(torch.randn(8, 48))
+
+
+def test_int8_rows_for_the_head():
+    w = torch.randn(200, 64)
+    x = torch.randn(4, 64)
+    want = F.linear(x, w)
+    got = Int8RowLinear(w)(x)
+    assert (got - want).abs().max() <= 0.02 * want.abs().max()

@@ -70,8 +70,9 @@ class EngineConfig:
     heal: bool = True
     # "int8": dynamically quantized projections and head on the CPU (quantize.py); "int4":
     # weight-only int4 projections in Q4_1's blocks and an int8 head (weight_only.py);
-    # "native": as loaded.
-    weights: str = "native"
+    # "native": as loaded; "auto": what the model's config asks for on a CPU (its
+    # `cpu_weights`: int4 for a base whose GGUF projections are all Q4_1), else native.
+    weights: str = "auto"
     # Shifted-logit models decoded in blocks of 1: guess up to this many next tokens from the
     # text and check them in the same pass (drafting.py; greedy output unchanged). 0: off.
     draft_tokens: int = 8
@@ -85,8 +86,8 @@ class EngineConfig:
             raise ValueError(f"dtype must be float32, bfloat16 or float16, got {self.dtype!r}")
         if self.kernels not in ("auto", "triton", "torch"):
             raise ValueError(f"kernels must be auto, triton or torch, got {self.kernels!r}")
-        if self.weights not in ("native", "int8", "int4"):
-            raise ValueError(f"weights must be native, int8 or int4, got {self.weights!r}")
+        if self.weights not in ("auto", "native", "int8", "int4"):
+            raise ValueError(f"weights must be auto, native, int8 or int4, got {self.weights!r}")
         if self.draft_tokens < 0:
             raise ValueError(f"draft_tokens must be 0 (off) or more, got {self.draft_tokens!r}")
         if self.max_batch < 1 or self.max_queue < 1:
@@ -122,14 +123,16 @@ class Engine:
         self.loaded.model.use_kernels(None if self.config.kernels == "auto" else self.config.kernels)
         if hasattr(self.loaded.model, "fuse_projections"):  # q/k/v and gate/up: one GEMM each
             self.loaded.model.fuse_projections()
-        if self.config.weights == "int8":
+        self.weights = self._weights_for(self.loaded)
+        if self.weights == "int8":
             from .quantize import quantize_int8
 
             quantize_int8(self.loaded.model)
-        elif self.config.weights == "int4":
-            from .weight_only import quantize_int4
+        elif self.weights == "int4":
+            from .weight_only import open_kept_blocks, quantize_int4
 
-            quantize_int4(self.loaded.model)
+            with open_kept_blocks(self.loaded.path) as blocks:
+                quantize_int4(self.loaded.model, blocks=blocks)
         self.load_seconds = time.perf_counter() - t0
         cfg = self.loaded.config
         self.tokenizer = self.loaded.tokenizer
@@ -157,6 +160,20 @@ class Engine:
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, name="dllm-engine", daemon=True)
         self._thread.start()
+
+    def _weights_for(self, loaded: LoadedModel) -> str:
+        """The weights this engine runs: as configured, or under "auto" the model's own CPU
+        choice (config extra `cpu_weights`) where this torch has its kernels."""
+        if self.config.weights != "auto":
+            return self.config.weights
+        if self.config.device != "cpu":
+            return "native"
+        wanted = loaded.config.extra.get("cpu_weights", "native")
+        if wanted == "int4":
+            from .weight_only import int4_available
+
+            return "int4" if int4_available() else "native"
+        return wanted if wanted in ("native", "int8") else "native"
 
     # ------------------------------------------------------------ public API
 
@@ -189,6 +206,7 @@ class Engine:
             "model": self.model_name,
             "device": self.config.device,
             "dtype": self.config.dtype,
+            "weights": self.weights,
             "parameters": self.loaded.config.num_params,
             "load_seconds": round(self.load_seconds, 3),
             **self.metrics.snapshot(self.scheduler.queue_depth, len(self.scheduler.active), self.runner.cache),

@@ -10,13 +10,17 @@ too and measured worse).
 
 Why int4 loses nothing for SmolLM2: its GGUF stores every projection as Q4_1 (per block
 of 32 inputs, w = d * q + m with q in 0..15, m the block's minimum and m + 15 d its
-maximum). Re-deriving each block's minimum and step from the loaded weights recovers the
-same q and, up to the model dtype's rounding, the same d and m: the same weights the
-GGUF holds. (A weight that was not Q4_1 would be rounded to 4 bits; `quantize_int4`
-is only for bases whose catalog row says their projections are Q4_1.)
+maximum). Re-deriving each block's minimum and step from the GGUF's float32 values gives
+back the same q, d and m: the same weights the GGUF holds. The weight cache keeps them
+(int4.safetensors) beside its bf16 weights, since re-deriving them from bf16-rounded
+weights moves some q by one step. (A weight that was not Q4_1 would be rounded to 4 bits;
+`quantize_int4` is only for bases whose catalog row says their projections are Q4_1.)
 """
 
 from __future__ import annotations
+
+import contextlib
+from pathlib import Path
 
 import torch
 from torch import nn
@@ -29,23 +33,35 @@ def int4_available() -> bool:
     return hasattr(torch.ops.aten, "_weight_int4pack_mm_for_cpu") and hasattr(torch.ops.aten, "_weight_int8pack_mm")
 
 
+def q4_blocks(weight: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(q uint8 [N, K], step float32 [N, K / GROUP], low float32 [N, K / GROUP]) with
+    weight ~= low + step * q per group, Q4_1's own rule (minimum at q = 0, maximum at 15):
+    on a Q4_1 tensor dequantized to float32 this gives back its q, d and m exactly."""
+    n, k = weight.shape
+    if k % GROUP:
+        raise ValueError(f"int4 weights need inputs in groups of {GROUP}, got {k}")
+    w = weight.detach().float().reshape(n, k // GROUP, GROUP)
+    low, high = w.amin(-1), w.amax(-1)
+    step = (high - low) / 15
+    q = torch.where(step[..., None] > 0, (w - low[..., None]) / step.clamp(min=1e-30)[..., None], 0.0)
+    return q.round().clamp(0, 15).to(torch.uint8).reshape(n, k), step, low
+
+
 class Int4Linear(nn.Module):
     """y = x W^T (+ b) with W in groups of GROUP inputs: W = (q - 8) * scale + zero."""
 
-    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None) -> None:
+    def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None,
+                 blocks: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> None:
+        """From `weight` (re-derived groups), or from `blocks` (q, step, low) kept from the
+        GGUF (weight_cache.py), which the model dtype's rounding of `weight` has not touched."""
         super().__init__()
-        n, k = weight.shape
-        if k % GROUP:
-            raise ValueError(f"int4 weights need inputs in groups of {GROUP}, got {k}")
         dtype = weight.dtype if weight.dtype in (torch.bfloat16, torch.float16) else torch.float32
-        w = weight.detach().float().reshape(n, k // GROUP, GROUP)
-        low, high = w.amin(-1), w.amax(-1)
-        step = (high - low) / 15
-        q = torch.where(step[..., None] > 0, (w - low[..., None]) / step.clamp(min=1e-30)[..., None], 0.0)
-        q = q.round().clamp(0, 15).to(torch.int32).reshape(n, k)
-        self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(q, INNER_TILES))
+        q, step, low = blocks if blocks is not None else q4_blocks(weight)
+        n = q.shape[0]
+        self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.to(torch.int32), INNER_TILES))
         # [k / GROUP, n, 2]: per group and output, the scale and the value at q = 8
-        self.register_buffer("scales_zeros", torch.stack((step, low + 8 * step), -1).transpose(0, 1).contiguous().to(dtype))
+        sz = torch.stack((step.float(), low.float() + 8 * step.float()), -1).transpose(0, 1).contiguous()
+        self.register_buffer("scales_zeros", sz.to(dtype))
         self.register_buffer("bias", None if bias is None else bias.detach().to(dtype))
         self.out_features = n
 
@@ -77,19 +93,64 @@ class Int8RowLinear(nn.Module):
         return y.reshape(*shape[:-1], self.out_features).to(x.dtype)
 
 
-def quantize_int4(model, head: bool = True) -> None:
-    """In place, after `fuse_projections`: every projection int4 (Q4_1's blocks), the LM
-    head int8 per row when `head`. CPU inference only."""
+def pack_nibbles(q: torch.Tensor) -> torch.Tensor:
+    """uint8 [N, K] of values 0..15 -> uint8 [N, K / 2], two a byte (low nibble first)."""
+    return q[:, 0::2] | (q[:, 1::2] << 4)
+
+
+def unpack_nibbles(packed: torch.Tensor) -> torch.Tensor:
+    return torch.stack((packed & 15, packed >> 4), -1).reshape(packed.shape[0], -1)
+
+
+PROJECTIONS = ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+               "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj")
+
+
+@contextlib.contextmanager
+def open_kept_blocks(model_dir):
+    """The int4 blocks a base's weight cache keeps (weight_cache.INT4_FILE), or None."""
+    from safetensors import safe_open
+
+    path = Path(model_dir) / "int4.safetensors" if model_dir is not None else None
+    if path is None or not path.is_file():
+        yield None
+        return
+    with safe_open(str(path), framework="pt") as handle:
+        yield handle
+
+
+def kept_blocks(blocks, layer: int, names: tuple[str, ...]):
+    """(q, step, low) of the named projections of one layer stacked by output row (a fused
+    q/k/v or gate/up), from `blocks` (a safetensors handle of weight_cache's int4 file);
+    None when any is missing (then the groups are re-derived from the loaded weights)."""
+    if blocks is None:
+        return None
+    keys = set(blocks.keys())
+    parts = []
+    for name in names:
+        key = f"model.layers.{layer}.{name}"
+        if f"{key}.q" not in keys:
+            return None
+        parts.append((unpack_nibbles(blocks.get_tensor(f"{key}.q")), blocks.get_tensor(f"{key}.step"),
+                      blocks.get_tensor(f"{key}.low")))
+    return tuple(torch.cat(t) for t in zip(*parts))
+
+
+def quantize_int4(model, head: bool = True, blocks=None) -> None:
+    """In place, after `fuse_projections`: every projection int4 (Q4_1's blocks: from
+    `blocks` when given, else re-derived from the loaded weights), the LM head int8 per row
+    when `head`. CPU inference only."""
     if not int4_available():
         raise ValueError("this torch has no CPU weight-only int4 kernels")
     if next(model.parameters()).device.type != "cpu":
         raise ValueError("int4 weights are for CPU inference")
-    for layer in model.model.layers:
+    for i, layer in enumerate(model.model.layers):
         attn, mlp = layer.self_attn, layer.mlp
-        attn.qkv = Int4Linear(*attn.qkv) if attn.qkv is not None else None
-        attn.o_proj = Int4Linear(attn.o_proj.weight, attn.o_proj.bias)
+        if attn.qkv is not None:
+            attn.qkv = Int4Linear(*attn.qkv, blocks=kept_blocks(blocks, i, PROJECTIONS[:3]))
+        attn.o_proj = Int4Linear(attn.o_proj.weight, attn.o_proj.bias, blocks=kept_blocks(blocks, i, PROJECTIONS[3:4]))
         if mlp.gate_up is not None:
-            mlp.gate_up = Int4Linear(*mlp.gate_up)
-        mlp.down_proj = Int4Linear(mlp.down_proj.weight)
+            mlp.gate_up = Int4Linear(*mlp.gate_up, blocks=kept_blocks(blocks, i, PROJECTIONS[4:6]))
+        mlp.down_proj = Int4Linear(mlp.down_proj.weight, blocks=kept_blocks(blocks, i, PROJECTIONS[6:]))
     if head:
         model.lm_head = Int8RowLinear(model.lm_head.weight)

@@ -55,3 +55,31 @@ def test_int8_rows_for_the_head():
     want = F.linear(x, w)
     got = Int8RowLinear(w)(x)
     assert (got - want).abs().max() <= 0.02 * want.abs().max()
+
+
+def test_kept_blocks_round_trip_through_nibbles_and_fuse_by_rows(tmp_path):
+    from safetensors.torch import save_file
+
+    from dllm_engine.weight_only import open_kept_blocks, kept_blocks, pack_nibbles, q4_blocks, unpack_nibbles
+
+    q_w, k_w = q4_1_weights(64, 128, seed=2), q4_1_weights(32, 128, seed=3)
+    q, step, low = q4_blocks(q_w)
+    assert torch.equal(unpack_nibbles(pack_nibbles(q)), q)
+    rebuilt = (low[..., None] + step[..., None] * q.float().reshape(64, 4, GROUP)).reshape(64, 128)
+    torch.testing.assert_close(rebuilt, q_w, rtol=0, atol=1e-6)  # Q4_1's own q, d and m
+    blocks = {}
+    for name, w in (("self_attn.q_proj", q_w), ("self_attn.k_proj", k_w), ("self_attn.v_proj", k_w)):
+        bq, bs, bl = q4_blocks(w)
+        blocks.update({f"model.layers.0.{name}.q": pack_nibbles(bq), f"model.layers.0.{name}.step": bs,
+                       f"model.layers.0.{name}.low": bl})
+    save_file(blocks, str(tmp_path / "int4.safetensors"))
+    fused = torch.cat((q_w, k_w, k_w))
+    x = torch.randn(2, 128)
+    with open_kept_blocks(tmp_path) as handle:
+        kept = kept_blocks(handle, 0, ("self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"))
+        assert kept_blocks(handle, 1, ("self_attn.q_proj",)) is None  # not kept: re-derived instead
+    # the fused layer from kept blocks, its weight argument rounded to bf16: the kept blocks win
+    lin = Int4Linear(fused.bfloat16().float(), blocks=kept)
+    torch.testing.assert_close(lin(x), F.linear(x, fused), rtol=1e-4, atol=1e-4)
+    with open_kept_blocks(tmp_path / "nowhere") as handle:
+        assert handle is None

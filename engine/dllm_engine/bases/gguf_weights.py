@@ -107,9 +107,14 @@ def gguf_dims(reader, path: Path) -> dict:
     return dims
 
 
-def read_state(path: Path, reader, dtype: torch.dtype) -> dict[str, torch.Tensor]:
-    """Our state dict from a Llama or Gemma 3 GGUF, in `dtype` (one tensor at a time)."""
+def read_state(path: Path, reader, dtype: torch.dtype,
+               q4_1_blocks: dict[str, torch.Tensor] | None = None) -> dict[str, torch.Tensor]:
+    """Our state dict from a Llama or Gemma 3 GGUF, in `dtype` (one tensor at a time).
+    With `q4_1_blocks`, every Q4_1 tensor's own blocks (q, step, low: weight_only.py) go
+    there too, from the float32 values before `dtype` rounds them."""
     import gguf
+
+    from ..weight_only import pack_nibbles, q4_blocks
 
     arch = field(reader, "general.architecture", path)
     if arch not in ARCHITECTURES:
@@ -130,5 +135,10 @@ def read_state(path: Path, reader, dtype: torch.dtype) -> dict[str, torch.Tensor
             arr = unpermute_rope_rows(arr, heads)
         elif permute and ".k_proj." in name:
             arr = unpermute_rope_rows(arr, kv_heads)
-        state[name] = torch.from_numpy(np.array(arr, copy=True)).to(dtype)  # the reader's arrays are read-only mmap views
+        full = torch.from_numpy(np.array(arr, copy=True))  # the reader's arrays are read-only mmap views
+        if q4_1_blocks is not None and t.tensor_type == gguf.GGMLQuantizationType.Q4_1 and name.endswith(".weight"):
+            q, step, low = q4_blocks(full)
+            key = name[: -len(".weight")]
+            q4_1_blocks.update({f"{key}.q": pack_nibbles(q), f"{key}.step": step, f"{key}.low": low})
+        state[name] = full.to(dtype)
     return state

@@ -32,7 +32,8 @@ from safetensors.torch import save_file
 from ..model_config import CheckpointError, ModelConfig
 from .catalog import BASES, Base
 
-LAYOUT_VERSION = 3  # bump when what build() writes changes
+LAYOUT_VERSION = 4  # bump when what build() writes changes
+INT4_FILE = "int4.safetensors"  # Q4_1 projections' blocks (q, step, low) as the GGUF holds them
 
 
 def cache_root() -> Path:
@@ -119,9 +120,12 @@ def build(base: Base, gguf_path: Path, out: Path) -> None:
     tok = TextTokenizer(out / "tokenizer.json")
     reader = open_gguf(gguf_path)
     cfg = base_config(base, gguf_path, reader, tok)
-    state = read_state(gguf_path, reader, torch.bfloat16)
+    blocks: dict[str, torch.Tensor] = {}
+    state = read_state(gguf_path, reader, torch.bfloat16, q4_1_blocks=blocks if base.cpu_weights == "int4" else None)
     state.pop("lm_head.weight", None) if cfg.tie_word_embeddings else None
     save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+    if blocks:  # the GGUF's own 4-bit weights, for the CPU's int4 projections (weight_only.py)
+        save_file(blocks, str(out / INT4_FILE), metadata={"format": "pt"})
     cfg.save(out / "config.json")
     (out / "base.json").write_text(json.dumps({
         "base": base.name, "gguf": str(gguf_path), "licence": base.licence, "layout_version": LAYOUT_VERSION,
@@ -150,5 +154,5 @@ def base_config(base: Base, path: Path, reader, tok) -> ModelConfig:
         bos_token_id=tid(base.bos),
         decode_block=base.decode_block,
         extra={"base": base.name, "licence": base.licence, "context_tokens": base.context_tokens,
-               "end_ids": [tid(t) for t in base.also_end]},
+               "end_ids": [tid(t) for t in base.also_end], "cpu_weights": base.cpu_weights},
     )

@@ -33,8 +33,8 @@ def add_arguments(p) -> None:
     p.add_argument("--timeout", type=float, default=10.0, help="seconds per test program")
     p.add_argument("--workers", type=int, default=0, help="parallel test programs (default: cores)")
     p.add_argument("--threads", type=int, default=1, help="torch threads for the in-process engine")
-    p.add_argument("--weights", choices=("native", "int8", "int4"), default="native",
-                   help="the in-process engine's weights: as loaded, int8 projections (dynamic), or "
+    p.add_argument("--weights", choices=("auto", "native", "int8", "int4"), default="auto",
+                   help="the in-process engine's weights: the model's own CPU choice (auto), as loaded, int8 projections (dynamic), or "
                         "weight-only int4 projections with an int8 head, on the CPU")
     p.add_argument("--draft-tokens", type=int, default=None,
                    help="the in-process engine's draft length (drafting.py; 0 turns drafting off; default: the engine's)")

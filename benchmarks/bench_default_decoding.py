@@ -1,0 +1,109 @@
+"""The default model's decoding on this CPU: weights (bf16 as loaded, or weight-only int4)
+and drafting (off, or on), side by side in one run.
+
+Single-line holes cut from this repository's own source (code written after the base was
+trained; never HumanEval): for each hole, every arm fills it in turn (interleaved, so a
+change in the machine's load touches every arm alike). Reports per arm: median and p95
+request latency, time per pass (the request's time over its passes), passes per fill, the fill's own tokens per pass,
+and how many fills agree with the first arm's text.
+
+    python benchmarks/bench_default_decoding.py [--holes 40] [--threads 2] [--arms native:0,native:8,int4:0,int4:8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from _bench_common import cpu_name
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def cut_holes(count: int, seed: int) -> list[tuple[str, str, str]]:
+    """(prefix, suffix, line): a whole line of dllm_lsp/'s source removed, the cursor after its indentation."""
+    holes = []
+    for path in sorted((ROOT / "dllm_lsp").rglob("*.py")):
+        lines = path.read_text().splitlines(keepends=True)
+        for i, line in enumerate(lines):
+            body = line.strip()
+            if len(body) < 12 or body.startswith(("#", '"""', "'")) or i < 5:
+                continue
+            indent = line[: len(line) - len(line.lstrip())]
+            holes.append(("".join(lines[:i]) + indent, "\n" + "".join(lines[i + 1:]), body))
+    random.Random(seed).shuffle(holes)
+    return holes[:count]
+
+
+def pct(values: list[float], q: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--holes", type=int, default=40)
+    p.add_argument("--threads", type=int, default=2)
+    p.add_argument("--arms", default="native:0,native:8,int4:0,int4:8", help="weights:draft_tokens, comma-separated")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--json", action="store_true")
+    args = p.parse_args()
+    sys.path[:0] = [str(ROOT / "engine"), str(ROOT / "kernels")]
+    from dllm_engine.engine import Engine, EngineConfig
+    from dllm_engine.protocol import Hole, InfillRequest
+
+    arms = [(w, int(k)) for w, k in (a.split(":") for a in args.arms.split(","))]
+    engines = {arm: Engine(EngineConfig(model="default", threads=args.threads, weights=arm[0], draft_tokens=arm[1]))
+               for arm in arms}
+    holes = cut_holes(args.holes, args.seed)
+    stats = {arm: {"latency": [], "passes": 0, "tokens": 0, "texts": []} for arm in arms}
+    for warm in holes[:2]:  # first calls build kernels' packed buffers and the context cache
+        for e in engines.values():
+            e.infill(InfillRequest(holes=[Hole(prefix=warm[0], suffix=warm[1], max_tokens=64, stop=("\n",))]))
+    for prefix, suffix, _ in holes:
+        for arm, e in engines.items():
+            e.drop_caches()  # every arm encodes the context afresh, as on a file just opened
+            t0 = time.perf_counter()
+            h = e.infill(InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=64, stop=("\n",))])).holes[0]
+            ms = (time.perf_counter() - t0) * 1000
+            s = stats[arm]
+            s["latency"].append(ms)
+            s["passes"] += h.passes
+            s["tokens"] += h.tokens
+            s["texts"].append(h.text)
+    for e in engines.values():
+        e.shutdown()
+    first = stats[arms[0]]["texts"]
+    rows = []
+    for arm in arms:
+        s = stats[arm]
+        rows.append({
+            "weights": arm[0], "draft_tokens": arm[1], "holes": len(holes),
+            "latency_ms_p50": round(statistics.median(s["latency"]), 1), "latency_ms_p95": round(pct(s["latency"], 0.95), 1),
+            "passes_per_fill": round(s["passes"] / len(holes), 2),
+            "fill_tokens_per_pass": round(s["tokens"] / max(1, s["passes"]), 2),
+            "ms_per_pass": round(sum(s["latency"]) / max(1, s["passes"]), 1),
+            "same_text_as_first_arm": sum(a == b for a, b in zip(first, s["texts"])),
+        })
+    head = f"{cpu_name()}, torch {torch.__version__}, {args.threads} threads, {len(holes)} single-line holes of dllm_lsp/"
+    if args.json:
+        print(json.dumps({"machine": head, "rows": rows}, indent=1))
+    else:
+        print(head)
+        print("| weights | drafts | p50 ms | p95 ms | passes/fill | fill tokens/pass | ms/pass (incl. context) | same text as first arm |")
+        print("|---|---|---|---|---|---|---|---|")
+        for r in rows:
+            print(f"| {r['weights']} | {r['draft_tokens']} | {r['latency_ms_p50']} | {r['latency_ms_p95']} | {r['passes_per_fill']} "
+                  f"| {r['fill_tokens_per_pass']} | {r['ms_per_pass']} | {r['same_text_as_first_arm']}/{r['holes']} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

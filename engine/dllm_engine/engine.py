@@ -131,8 +131,9 @@ class Engine:
         elif self.weights == "int4":
             from .weight_only import open_kept_blocks, quantize_int4
 
+            packed = self.loaded.path / f"int4-packed-torch{torch.__version__}-{self.config.dtype}.safetensors"
             with open_kept_blocks(self.loaded.path) as blocks:
-                quantize_int4(self.loaded.model, blocks=blocks)
+                quantize_int4(self.loaded.model, blocks=blocks, packed_file=packed)
         self.load_seconds = time.perf_counter() - t0
         cfg = self.loaded.config
         self.tokenizer = self.loaded.tokenizer

@@ -20,6 +20,7 @@ weights moves some q by one step. (A weight that was not Q4_1 would be rounded t
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 
 import torch
@@ -51,19 +52,23 @@ class Int4Linear(nn.Module):
     """y = x W^T (+ b) with W in groups of GROUP inputs: W = (q - 8) * scale + zero."""
 
     def __init__(self, weight: torch.Tensor, bias: torch.Tensor | None = None,
-                 blocks: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None) -> None:
+                 blocks: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
+                 packed: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
         """From `weight` (re-derived groups), or from `blocks` (q, step, low) kept from the
-        GGUF (weight_cache.py), which the model dtype's rounding of `weight` has not touched."""
+        GGUF (weight_cache.py), which the model dtype's rounding of `weight` has not touched,
+        or from `packed` (the kernel's packed weights and scales, saved by an earlier load)."""
         super().__init__()
         dtype = weight.dtype if weight.dtype in (torch.bfloat16, torch.float16) else torch.float32
-        q, step, low = blocks if blocks is not None else q4_blocks(weight)
-        n = q.shape[0]
-        self.register_buffer("packed", torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.to(torch.int32), INNER_TILES))
-        # [k / GROUP, n, 2]: per group and output, the scale and the value at q = 8
-        sz = torch.stack((step.float(), low.float() + 8 * step.float()), -1).transpose(0, 1).contiguous()
-        self.register_buffer("scales_zeros", sz.to(dtype))
+        if packed is None:
+            q, step, low = blocks if blocks is not None else q4_blocks(weight)
+            packed_q = torch.ops.aten._convert_weight_to_int4pack_for_cpu(q.to(torch.int32), INNER_TILES)
+            # [k / GROUP, n, 2]: per group and output, the scale and the value at q = 8
+            sz = torch.stack((step.float(), low.float() + 8 * step.float()), -1).transpose(0, 1).contiguous()
+            packed = (packed_q, sz)
+        self.register_buffer("packed", packed[0])
+        self.register_buffer("scales_zeros", packed[1].to(dtype))
         self.register_buffer("bias", None if bias is None else bias.detach().to(dtype))
-        self.out_features = n
+        self.out_features = weight.shape[0]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
@@ -77,14 +82,16 @@ class Int4Linear(nn.Module):
 class Int8RowLinear(nn.Module):
     """y = x W^T with W int8 per output row (the LM head: tied to the embedding, not Q4_1)."""
 
-    def __init__(self, weight: torch.Tensor) -> None:
+    def __init__(self, weight: torch.Tensor, packed: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
         super().__init__()
         dtype = weight.dtype if weight.dtype in (torch.bfloat16, torch.float16) else torch.float32
-        w = weight.detach().float()
-        scale = (w.abs().amax(-1) / 127).clamp(min=1e-30)
-        self.register_buffer("q", (w / scale[:, None]).round().clamp(-127, 127).to(torch.int8))
-        self.register_buffer("scale", scale.to(dtype))
-        self.out_features = w.shape[0]
+        if packed is None:
+            w = weight.detach().float()
+            scale = (w.abs().amax(-1) / 127).clamp(min=1e-30)
+            packed = ((w / scale[:, None]).round().clamp(-127, 127).to(torch.int8), scale)
+        self.register_buffer("q", packed[0])
+        self.register_buffer("scale", packed[1].to(dtype))
+        self.out_features = weight.shape[0]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
@@ -136,21 +143,66 @@ def kept_blocks(blocks, layer: int, names: tuple[str, ...]):
     return tuple(torch.cat(t) for t in zip(*parts))
 
 
-def quantize_int4(model, head: bool = True, blocks=None) -> None:
+def quantize_int4(model, head: bool = True, blocks=None, packed_file: Path | None = None) -> None:
     """In place, after `fuse_projections`: every projection int4 (Q4_1's blocks: from
     `blocks` when given, else re-derived from the loaded weights), the LM head int8 per row
-    when `head`. CPU inference only."""
+    when `head`. CPU inference only.
+
+    `packed_file`: where the packed result is kept for the next load (the kernel's packing
+    is torch's own, so the file is named per torch version and dtype by the caller); read
+    from it when it exists: building it costs seconds, reading it a fraction of one."""
     if not int4_available():
         raise ValueError("this torch has no CPU weight-only int4 kernels")
     if next(model.parameters()).device.type != "cpu":
         raise ValueError("int4 weights are for CPU inference")
+    saved = _read_packed(packed_file)
+    built: dict[str, torch.Tensor] = {}
+
+    def make(key: str, weight, bias, names):
+        kept = None if saved is not None else kept_blocks(blocks, i, names)
+        packed = (saved[f"{key}.packed"], saved[f"{key}.scales_zeros"]) if saved is not None else None
+        lin = Int4Linear(weight, bias, blocks=kept, packed=packed)
+        built[f"{key}.packed"], built[f"{key}.scales_zeros"] = lin.packed, lin.scales_zeros
+        return lin
+
     for i, layer in enumerate(model.model.layers):
-        attn, mlp = layer.self_attn, layer.mlp
+        attn, mlp, at = layer.self_attn, layer.mlp, f"layers.{i}"
         if attn.qkv is not None:
-            attn.qkv = Int4Linear(*attn.qkv, blocks=kept_blocks(blocks, i, PROJECTIONS[:3]))
-        attn.o_proj = Int4Linear(attn.o_proj.weight, attn.o_proj.bias, blocks=kept_blocks(blocks, i, PROJECTIONS[3:4]))
+            attn.qkv = make(f"{at}.qkv", *attn.qkv, PROJECTIONS[:3])
+        attn.o_proj = make(f"{at}.o_proj", attn.o_proj.weight, attn.o_proj.bias, PROJECTIONS[3:4])
         if mlp.gate_up is not None:
-            mlp.gate_up = Int4Linear(*mlp.gate_up, blocks=kept_blocks(blocks, i, PROJECTIONS[4:6]))
-        mlp.down_proj = Int4Linear(mlp.down_proj.weight, blocks=kept_blocks(blocks, i, PROJECTIONS[6:]))
+            mlp.gate_up = make(f"{at}.gate_up", *mlp.gate_up, PROJECTIONS[4:6])
+        mlp.down_proj = make(f"{at}.down_proj", mlp.down_proj.weight, None, PROJECTIONS[6:])
     if head:
-        model.lm_head = Int8RowLinear(model.lm_head.weight)
+        kept = (saved["lm_head.q"], saved["lm_head.scale"]) if saved is not None and "lm_head.q" in saved else None
+        model.lm_head = Int8RowLinear(model.lm_head.weight, packed=kept)
+        built["lm_head.q"], built["lm_head.scale"] = model.lm_head.q, model.lm_head.scale
+    if saved is None and packed_file is not None:
+        _write_packed(packed_file, built)
+
+
+def _read_packed(path: Path | None) -> dict[str, torch.Tensor] | None:
+    if path is None or not path.is_file():
+        return None
+    from safetensors.torch import load_file
+
+    try:
+        loaded = load_file(str(path))
+    except Exception:  # a damaged file: build again (and overwrite it)
+        return None
+    # Copies, not views into the file's buffer: the CPU kernels read with aligned vector
+    # loads, and a tensor at a safetensors offset is not 64-byte aligned (int8pack_mm
+    # crashed on it at 8 rows and more).
+    return {k: v.clone() for k, v in loaded.items()}
+
+
+def _write_packed(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """Atomically (tmp + rename), and only where the model folder is writable."""
+    from safetensors.torch import save_file
+
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        save_file({k: v.contiguous() for k, v in tensors.items()}, str(tmp))
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)

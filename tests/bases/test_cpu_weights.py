@@ -2,6 +2,7 @@
 whose GGUF projections are all Q4_1), explicit choices and other models are left as they are."""
 
 import pytest
+import torch
 
 from dllm_engine.weight_only import Int4Linear, Int8RowLinear, int4_available
 
@@ -25,3 +26,27 @@ def test_explicit_weights_and_the_small_model_stay_native():
         small.shutdown()
     with pytest.raises(ValueError, match="weights must be"):
         EngineConfig(weights="int3")
+
+
+@pytest.mark.skipif(not int4_available(), reason="this torch has no CPU weight-only kernels")
+def test_a_second_load_reads_the_packed_int4_file_and_fills_the_same(base_engine):
+    from dllm_engine.engine import Engine, EngineConfig
+    from dllm_engine.protocol import Hole, InfillRequest
+
+    packed = list(base_engine.loaded.path.glob("int4-packed-*.safetensors"))
+    assert len(packed) == 1  # written by the first int4 load (per torch version and dtype)
+    hole = Hole(prefix="def mean(values):\n    return ", suffix="\n", max_tokens=16, stop=("\n",))
+    again = Engine(EngineConfig(model="default", threads=1))
+    try:
+        first = base_engine.infill(InfillRequest(holes=[hole])).holes[0]
+        second = again.infill(InfillRequest(holes=[hole])).holes[0]
+        assert second.text == first.text and first.text
+        # 16 rows at once (drafts): the kernels' aligned loads on tensors read from the file
+        # crashed before they were copied out of its buffer
+        head = again.loaded.model.lm_head
+        rows = torch.randn(16, head.q.shape[1], dtype=head.scale.dtype)
+        torch.testing.assert_close(head(rows), base_engine.loaded.model.lm_head(rows))
+        layer0 = again.loaded.model.model.layers[0].mlp.gate_up
+        assert torch.equal(layer0.packed, base_engine.loaded.model.model.layers[0].mlp.gate_up.packed)
+    finally:
+        again.shutdown()

@@ -312,8 +312,11 @@ def bind_unix_socket(path: Path) -> socket.socket:
 
 
 def serve(engine_factory, socket_path: Path | None, host: str | None, port: int | None,
-          token: str | None, idle_exit_s: float | None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> int:
+          token: str | None, idle_exit_s: float | None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+          header_timeout_s: float | None = None) -> int:
     import uvicorn
+
+    from .header_deadline import DEFAULT_HEADER_TIMEOUT_S, header_deadline_protocol
 
     if socket_path is None and not token:
         raise SystemExit("refusing to listen on TCP without --token (or DLLM_LSP_TOKEN)")
@@ -324,7 +327,8 @@ def serve(engine_factory, socket_path: Path | None, host: str | None, port: int 
     # SIGTERM must stop the daemon in a second or two: in-flight requests get STOP_GRACE_S
     # to finish (uvicorn waits for them forever by default), then they are cancelled.
     config = uvicorn.Config(app, host=host or "127.0.0.1", port=port or 8765, log_level="warning", lifespan="off",
-                            timeout_graceful_shutdown=STOP_GRACE_S)
+                            timeout_graceful_shutdown=STOP_GRACE_S,
+                            http=header_deadline_protocol(header_timeout_s or DEFAULT_HEADER_TIMEOUT_S))
     server = uvicorn.Server(config)
 
     async def watch_idle():

@@ -50,6 +50,7 @@ class WireServer:
         self._answered = threading.Condition(self._lock)
         self._next_id = 0
         self.sent_at: dict[int, float] = {}
+        self.pending: set[int] = set()  # sent, not yet answered
         self.latency_s: dict[int, float] = {}
         self.responses: Counter = Counter()  # id -> responses received
         self.results: dict[Any, dict] = {}  # id -> the (last) response
@@ -71,6 +72,7 @@ class WireServer:
             self._next_id += 1
             msg_id = self._next_id
             self.sent_at[msg_id] = time.perf_counter()
+            self.pending.add(msg_id)
         message = {"jsonrpc": "2.0", "id": msg_id, "method": method}
         if params is not None:
             message["params"] = params
@@ -107,7 +109,7 @@ class WireServer:
 
     def unanswered(self) -> list[int]:
         with self._lock:
-            return [i for i in self.sent_at if not self.responses[i]]
+            return sorted(self.pending)
 
     def stderr_text(self) -> str:
         self._stderr.seek(0)
@@ -180,6 +182,7 @@ class WireServer:
                 msg_id = message["id"]
                 self.responses[msg_id] += 1
                 self.results[msg_id] = message
+                self.pending.discard(msg_id)
                 if msg_id in self.sent_at and msg_id not in self.latency_s:
                     self.latency_s[msg_id] = time.perf_counter() - self.sent_at[msg_id]
                 self._answered.notify_all()

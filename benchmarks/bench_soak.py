@@ -238,6 +238,7 @@ async def daemon_clients(socket_path: str, total: int, clients: int, pid: int, w
     lat: list[float] = []
     statuses: dict[str, int] = {}
     dropped = 0
+    errors: list[str] = []
     samples: list[tuple[int, float]] = []
     done = [0]
     warm = [0]
@@ -259,6 +260,8 @@ async def daemon_clients(socket_path: str, total: int, clients: int, pid: int, w
                     statuses[str(r.status_code)] = statuses.get(str(r.status_code), 0) + 1
                 except asyncio.TimeoutError:
                     dropped += 1  # the client gave up mid-request: its connection is closed
+                except httpx.HTTPError as exc:  # the daemon closed the connection without an answer: a finding
+                    errors.append(f"{path}: {type(exc).__name__}: {exc}")
                 async with lock:
                     done[0] += 1
                     if done[0] == warmup:
@@ -275,6 +278,7 @@ async def daemon_clients(socket_path: str, total: int, clients: int, pid: int, w
     end = rss_kb(pid)
     out["daemon"] = {
         "sent": total, "answered": len(lat), "dropped_by_client": dropped, "statuses": statuses,
+        "transport_errors": len(errors), "transport_error_samples": errors[:5],
         "elapsed_s": time.perf_counter() - start, "rss_warm_mb": warm[0] / 1024, "rss_end_mb": end / 1024,
         "rss_samples_mb": samples, "latency_ms": latency_line("answered", lat),
         "queue_after": health.get("queue_depth"), "active_after": health.get("active_canvases"),
@@ -309,6 +313,8 @@ def daemon_soak(args, out: dict) -> None:
         finally:
             proc.terminate()
             out.setdefault("daemon", {})["exit"] = proc.wait(30)
+            log.seek(0)
+            out["daemon"]["log_tail"] = log.read()[-3000:]
 
 
 # ---------------------------------------------------------------- report
@@ -336,7 +342,8 @@ def report(args, out: dict, wall_s: float) -> str:
         f" {lsp['protocol_violations']} protocol violations on stdout; exit status {lsp.get('exit')};"
         f" context cache {lsp['context_cache_warm_mb']} MB after warm-up, {lsp['context_cache_mb']} MB at end."
         f" RSS samples (requests sent, MB): {lsp['rss_samples_mb']}.",
-        f"- Daemon: HTTP statuses {dmn['statuses']}; queue {dmn['queue_after']} / active {dmn['active_after']}"
+        f"- Daemon: HTTP statuses {dmn['statuses']}; {dmn['transport_errors']} connections closed without an answer;"
+        f" queue {dmn['queue_after']} / active {dmn['active_after']}"
         f" after the run; context cache {dmn['context_cache_warm_mb']} MB after warm-up, {dmn['context_cache_mb']} MB at end; exit status after SIGTERM {dmn.get('exit')}. RSS samples (requests done, MB):"
         f" {dmn['rss_samples_mb']}.",
         f"- Flat memory (growth after warm-up < {FLAT_MB} MB): language server"

@@ -38,6 +38,7 @@ from starlette.routing import Route
 
 from . import prometheus
 from .http_schemas import CompletionBody, InfillBody, ScoreBody, parse_body
+from .model_config import CheckpointError
 from .protocol import EngineBusy, InfillRequest, ProtocolError, RequestCancelled
 from .socket_security import UnsafeSocket, check_stale_path, ensure_private_dir
 
@@ -78,7 +79,9 @@ class EngineHost:
         try:
             self.engine = self._factory()
         except Exception as exc:  # reported through /health, never a crash loop
-            log.exception("engine failed to load")
+            # A broken checkpoint is one line naming the file and key (its traceback with -v); anything else is a bug.
+            log.error("engine failed to load: %s", exc,
+                      exc_info=not isinstance(exc, CheckpointError) or log.isEnabledFor(logging.INFO))
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
             # The idle clock starts once loading ends, either way: a broken daemon

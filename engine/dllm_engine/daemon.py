@@ -144,6 +144,9 @@ async def _await_or_cancel(request: Request, handle) -> Any:
             return fut.result()
         if await request.is_disconnected():
             handle.cancel()
+            # The engine still fails the cancelled request; nobody awaits it now, so its exception is
+            # taken here (asyncio logged "Future exception was never retrieved" per disconnect).
+            fut.add_done_callback(lambda f: f.cancelled() or f.exception())
             raise RequestCancelled("client disconnected")
 
 

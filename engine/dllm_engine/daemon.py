@@ -39,6 +39,7 @@ from starlette.routing import Route
 from . import prometheus
 from .http_schemas import CompletionBody, InfillBody, ScoreBody, parse_body
 from .model_config import CheckpointError
+from .prompt_budget import TRIM_PARAM, fit_request, wants_trim
 from .protocol import EngineBusy, InfillRequest, ProtocolError, RequestCancelled
 from .socket_security import UnsafeSocket, check_stale_path, ensure_private_dir
 
@@ -187,8 +188,15 @@ def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = 
             host.in_flight -= 1
             host.last_activity = time.monotonic()
 
+    async def fitted(request: Request, req: InfillRequest) -> InfillRequest:
+        """Refused (400) or trimmed before the engine tokenizes it when far over the window (prompt_budget.py)."""
+        engine = ready_engine()
+        return await asyncio.to_thread(fit_request, req, getattr(engine, "tokenizer", None),
+                                       getattr(getattr(engine, "runner", None), "window", None),
+                                       wants_trim(request.query_params.get(TRIM_PARAM)))
+
     async def infill(request: Request) -> Response:
-        req = (await body(request, InfillBody)).build()
+        req = await fitted(request, (await body(request, InfillBody)).build())
         engine = ready_engine()
         if not req.stream:
             handle = engine.submit(req)
@@ -203,7 +211,7 @@ def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = 
         return JSONResponse(result.to_dict())
 
     async def completions(request: Request) -> Response:
-        req = (await body(request, CompletionBody)).build()
+        req = await fitted(request, (await body(request, CompletionBody)).build())
         engine = ready_engine()
         handle = engine.submit(req)
         result = await _await_or_cancel(request, handle)

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
@@ -118,6 +118,8 @@ async def _read_body(request: Request, limit: int, timeout_s: float) -> bytes:
             return await _read_limited(request, limit)
     except TimeoutError:
         raise BodyTimeout(f"request body did not arrive within {timeout_s:g} s") from None
+    except ClientDisconnect:  # gone before its body was read (a busy loop, an impatient client): not a bug
+        raise RequestCancelled("client disconnected while sending the body") from None
 
 
 async def _read_limited(request: Request, limit: int) -> bytes:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+import traceback
 
 # Order is the order of `dllm-lsp --help`. `serve` is also the default command.
 COMMAND_MODULES = (
@@ -49,7 +50,23 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help(sys.stderr)
         return 2
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except Exception as exc:
+        if not _is_checkpoint_error(exc):
+            raise  # a bug: its traceback is the report
+        # A broken checkpoint is the user's to fix: one line naming the file and the key.
+        if getattr(args, "verbose", 0):
+            traceback.print_exc()
+        print(f"dllm-lsp {args.command}: {exc}" + ("" if getattr(args, "verbose", 0) else
+                                                   " (run with -v for the traceback)"), file=sys.stderr)
+        return 1
+
+
+def _is_checkpoint_error(exc: BaseException) -> bool:
+    # Looked up, not imported: the CLI loads no engine module it does not need (torch).
+    module = sys.modules.get("dllm_engine.model_config")
+    return module is not None and isinstance(exc, module.CheckpointError)
 
 
 if __name__ == "__main__":

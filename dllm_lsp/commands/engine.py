@@ -26,6 +26,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     serve.add_argument("--idle-exit", type=float, default=None, help="exit after this many idle seconds")
     serve.add_argument("--max-body-mb", type=float, default=4.0,
                        help="refuse request bodies over this many MiB with HTTP 413 (default 4)")
+    serve.add_argument("--header-timeout", type=float, default=10.0,
+                       help="close a connection whose request headers take longer than this many seconds (HTTP 408)")
     serve.add_argument("-v", "--verbose", action="store_true")
     serve.set_defaults(func=run_serve)
     parser.set_defaults(func=lambda args: parser.print_help(sys.stderr) or 2)
@@ -46,4 +48,4 @@ def run_serve(args: argparse.Namespace) -> int:
     tcp = args.host is not None or args.port is not None
     socket_path = None if tcp else (args.socket or default_socket_path())
     return serve(factory, socket_path, args.host, args.port, args.token, args.idle_exit,
-                 max_body_bytes=int(args.max_body_mb * 2**20))
+                 max_body_bytes=int(args.max_body_mb * 2**20), header_timeout_s=args.header_timeout)

@@ -16,6 +16,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                           "passes per infill, tokens per pass, latency; oracle vs variable "
                                           "length and one-token-per-pass vs threshold ablations.")
     add_arguments(p)
+    p.add_argument("-v", "--verbose", action="store_true", help="tracebacks for checkpoint errors")
     p.set_defaults(func=run)
 
 

@@ -32,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--print-file", action="store_true", help="print the whole filled file")
     p.add_argument("--json", action="store_true", help="print the engine's result as JSON")
+    p.add_argument("-v", "--verbose", action="store_true", help="tracebacks for checkpoint errors")
     p.set_defaults(func=run)
 
 

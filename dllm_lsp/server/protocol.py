@@ -4,6 +4,10 @@
   or more, a missing field) fails inside `json.loads`, before any handler or
   schema runs; pygls logs it and drops the message, so the request was never
   answered. Here it gets one `InvalidParams` error response.
+- A notification whose params cannot be deserialized (a didChange with a negative
+  position, a version past 2^31) cannot be answered; pygls showed it as an
+  "internal error" popup, which it is not: the client sent a bad message. It is
+  logged and dropped.
 - After `shutdown`, pygls drops every request silently; LSP says to answer
   `InvalidRequest`.
 - pygls keeps its own copy of every document, which this server never reads
@@ -39,9 +43,12 @@ class DllmProtocol(LanguageServerProtocol):
             return super().structure_message(data)
         except JsonRpcException:
             # json.loads calls this for every object, innermost first: only a whole
-            # request (jsonrpc + id + method) is answered; anything else keeps pygls's way.
-            if not ("jsonrpc" in data and "method" in data and "id" in data):
+            # message (jsonrpc + method) is ours; anything else keeps pygls's way.
+            if not ("jsonrpc" in data and "method" in data):
                 raise
+            if "id" not in data:
+                log.warning("invalid params for notification %.80s: dropped", data.get("method"))
+                return ANSWERED
             msg_id = data["id"] if isinstance(data["id"], (int, str)) and not isinstance(data["id"], bool) else None
             log.warning("invalid params for %s (id %r): answered InvalidParams", data.get("method"), msg_id)
             self._send_response(msg_id, error=JsonRpcInvalidParams(

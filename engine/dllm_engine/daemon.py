@@ -32,12 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from . import prometheus
 from .http_schemas import CompletionBody, InfillBody, ScoreBody, parse_body
+from .model_config import CheckpointError
+from .prompt_budget import TRIM_PARAM, fit_request, wants_trim
 from .protocol import EngineBusy, InfillRequest, ProtocolError, RequestCancelled
 from .socket_security import UnsafeSocket, check_stale_path, ensure_private_dir
 
@@ -78,7 +80,9 @@ class EngineHost:
         try:
             self.engine = self._factory()
         except Exception as exc:  # reported through /health, never a crash loop
-            log.exception("engine failed to load")
+            # A broken checkpoint is one line naming the file and key (its traceback with -v); anything else is a bug.
+            log.error("engine failed to load: %s", exc,
+                      exc_info=not isinstance(exc, CheckpointError) or log.isEnabledFor(logging.INFO))
             self.error = f"{type(exc).__name__}: {exc}"
         finally:
             # The idle clock starts once loading ends, either way: a broken daemon
@@ -114,6 +118,8 @@ async def _read_body(request: Request, limit: int, timeout_s: float) -> bytes:
             return await _read_limited(request, limit)
     except TimeoutError:
         raise BodyTimeout(f"request body did not arrive within {timeout_s:g} s") from None
+    except ClientDisconnect:  # gone before its body was read (a busy loop, an impatient client): not a bug
+        raise RequestCancelled("client disconnected while sending the body") from None
 
 
 async def _read_limited(request: Request, limit: int) -> bytes:
@@ -141,6 +147,9 @@ async def _await_or_cancel(request: Request, handle) -> Any:
             return fut.result()
         if await request.is_disconnected():
             handle.cancel()
+            # The engine still fails the cancelled request; nobody awaits it now, so its exception is
+            # taken here (asyncio logged "Future exception was never retrieved" per disconnect).
+            fut.add_done_callback(lambda f: f.cancelled() or f.exception())
             raise RequestCancelled("client disconnected")
 
 
@@ -181,8 +190,15 @@ def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = 
             host.in_flight -= 1
             host.last_activity = time.monotonic()
 
+    async def fitted(request: Request, req: InfillRequest) -> InfillRequest:
+        """Refused (400) or trimmed before the engine tokenizes it when far over the window (prompt_budget.py)."""
+        engine = ready_engine()
+        return await asyncio.to_thread(fit_request, req, getattr(engine, "tokenizer", None),
+                                       getattr(getattr(engine, "runner", None), "window", None),
+                                       wants_trim(request.query_params.get(TRIM_PARAM)))
+
     async def infill(request: Request) -> Response:
-        req = (await body(request, InfillBody)).build()
+        req = await fitted(request, (await body(request, InfillBody)).build())
         engine = ready_engine()
         if not req.stream:
             handle = engine.submit(req)
@@ -197,7 +213,7 @@ def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = 
         return JSONResponse(result.to_dict())
 
     async def completions(request: Request) -> Response:
-        req = (await body(request, CompletionBody)).build()
+        req = await fitted(request, (await body(request, CompletionBody)).build())
         engine = ready_engine()
         handle = engine.submit(req)
         result = await _await_or_cancel(request, handle)
@@ -312,8 +328,11 @@ def bind_unix_socket(path: Path) -> socket.socket:
 
 
 def serve(engine_factory, socket_path: Path | None, host: str | None, port: int | None,
-          token: str | None, idle_exit_s: float | None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES) -> int:
+          token: str | None, idle_exit_s: float | None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+          header_timeout_s: float | None = None) -> int:
     import uvicorn
+
+    from .header_deadline import DEFAULT_HEADER_TIMEOUT_S, header_deadline_protocol
 
     if socket_path is None and not token:
         raise SystemExit("refusing to listen on TCP without --token (or DLLM_LSP_TOKEN)")
@@ -324,7 +343,8 @@ def serve(engine_factory, socket_path: Path | None, host: str | None, port: int 
     # SIGTERM must stop the daemon in a second or two: in-flight requests get STOP_GRACE_S
     # to finish (uvicorn waits for them forever by default), then they are cancelled.
     config = uvicorn.Config(app, host=host or "127.0.0.1", port=port or 8765, log_level="warning", lifespan="off",
-                            timeout_graceful_shutdown=STOP_GRACE_S)
+                            timeout_graceful_shutdown=STOP_GRACE_S,
+                            http=header_deadline_protocol(header_timeout_s or DEFAULT_HEADER_TIMEOUT_S))
     server = uvicorn.Server(config)
 
     async def watch_idle():

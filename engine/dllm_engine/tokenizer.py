@@ -35,6 +35,13 @@ class TextTokenizer:
     def token_id(self, token: str) -> int | None:
         return self._tok.token_to_id(token)
 
+    def longest_token_chars(self) -> int:
+        """No token decodes to more characters than this (a vocabulary entry spells each
+        byte or character of its text with at least one character)."""
+        if not hasattr(self, "_longest"):
+            self._longest = max(1, max((len(t) for t in self._tok.get_vocab(with_added_tokens=True)), default=1))
+        return self._longest
+
 
 def resolve_special_ids(tokenizer: TextTokenizer | None, names: dict[str, list[str]]) -> dict[str, int]:
     """Find special ids by token text, e.g. {"mask_token_id": ["<mask>", "<|mask|>"]}."""

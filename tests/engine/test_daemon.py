@@ -150,6 +150,9 @@ def test_disconnect_cancels_the_request(daemon):
                 break
             time.sleep(0.1)
         assert m["active_canvases"] == 0
+    # Issue 16 (found by the soak): each disconnect logged "Future exception was never retrieved".
+    time.sleep(0.3)
+    assert "never retrieved" not in daemon.with_suffix(".log").read_text()
 
 
 def test_metrics_report_passes_and_cache(daemon):

@@ -254,3 +254,29 @@ def test_a_body_that_never_arrives_is_408(tmp_path):
         thread.join(10)
         sock.close()
     assert not engine.seen
+
+
+def test_a_client_gone_before_its_body_is_read_is_499_not_a_logged_500(caplog):
+    """Found by the soak: under load a client that gave up before the handler read its body raised
+    starlette's ClientDisconnect, logged with a traceback and answered 500."""
+    import asyncio
+
+    engine = FakeEngine()
+    host = EngineHost(lambda: engine)
+    host.engine = engine
+    app = build_app(host)
+    sent: list[dict] = []
+
+    async def receive():
+        return {"type": "http.disconnect"}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": "/v1/infill", "raw_path": b"/v1/infill", "query_string": b"",
+             "headers": [(b"content-type", b"application/json")], "http_version": "1.1", "scheme": "http",
+             "server": ("e", 80), "client": ("c", 1), "root_path": "", "asgi": {"version": "3.0"}}
+    asyncio.run(app(scope, receive, send))
+    assert sent[0]["status"] == 499
+    assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
+    assert not engine.seen

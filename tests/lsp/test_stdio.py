@@ -72,3 +72,29 @@ def test_malformed_messages_are_reported_once_and_the_server_stays_up():
     by_id = {r.get("id"): r for r in replies if "method" not in r}
     assert by_id[2]["result"]["state"] in ("loading", "ready", "error")
     assert by_id[3]["result"] is None
+
+
+def test_a_notification_with_unreadable_params_is_logged_not_shown():
+    """Issue 16: a didChange with a negative position (or a version past 2^31) cannot be
+    deserialized; pygls popped up "internal error: Invalid Params" for the client's mistake."""
+    bad_range = {"start": {"line": -1, "character": 0}, "end": {"line": 0, "character": 0}}
+    stdin = b"".join(frame(m) for m in [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": None,
+                                                                       "capabilities": {}}},
+        {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+        {"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {
+            "uri": "file:///t.py", "languageId": "python", "version": 2**40, "text": "x\n"}}},
+        {"jsonrpc": "2.0", "method": "textDocument/didChange", "params": {
+            "textDocument": {"uri": "file:///t.py", "version": 2}, "contentChanges": [{"range": bad_range, "text": "y"}]}},
+        {"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand",
+         "params": {"command": "dllm.engineStatus", "arguments": []}},
+        {"jsonrpc": "2.0", "id": 3, "method": "shutdown"},
+        {"jsonrpc": "2.0", "method": "exit"},
+    ])
+    cmd = [sys.executable, "-m", "dllm_lsp", "serve", "--engine", "openai", "--url", "http://127.0.0.1:9"]
+    out = subprocess.run(cmd, input=stdin, env=SERVER_ENV, capture_output=True, timeout=60)
+    replies = parse_frames(out.stdout)
+    assert not [r for r in replies if r.get("method") == "window/showMessage"], replies
+    by_id = {r.get("id"): r for r in replies if "method" not in r}
+    assert by_id[2]["result"]["state"] in ("loading", "ready", "error") and by_id[3]["result"] is None
+    assert b"invalid params for notification textDocument/didChange" in out.stderr

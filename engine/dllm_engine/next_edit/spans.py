@@ -69,7 +69,7 @@ def occurrences(document: str, word: str, lo: int, hi: int) -> list[tuple[int, i
     return [(m.start(), m.end()) for m in pattern.finditer(document, lo, hi)]
 
 
-def _enclosing_call_name(document: str, offset: int) -> str | None:
+def enclosing_call_name(document: str, offset: int) -> str | None:
     """The name before the innermost `(` still open at `offset` on its line, if any."""
     line_start = document.rfind("\n", 0, offset) + 1
     depth = 0
@@ -100,6 +100,11 @@ def _argument_lists(document: str, name: str, lo: int, hi: int) -> list[tuple[in
     return spans
 
 
+def adds_argument(edit: RecentEdit) -> bool:
+    """An insertion of a new list item (`, unit`): inside `name(...)`, its calls follow."""
+    return "," in edit.inserted and not edit.removed.strip()
+
+
 def edit_seeds(document: str, edits: list[RecentEdit], lo: int, hi: int) -> list[Span]:
     """Spans of [lo, hi) that the recent edits made stale (the newest edit's own text excluded)."""
     last = edits[-1] if edits else None
@@ -111,7 +116,7 @@ def edit_seeds(document: str, edits: list[RecentEdit], lo: int, hi: int) -> list
         if 0 <= edit.offset <= len(document):
             words |= replaced_words(document, edit) if edit is last else _words(edit.removed) - _words(edit.inserted)
     spans = [Span(s, e, "edit") for w in sorted(words) for s, e in occurrences(document, w, lo, hi)]
-    name = _enclosing_call_name(document, last.offset) if last.inserted and not last.removed.strip() else None
+    name = enclosing_call_name(document, last.offset) if adds_argument(last) else None
     if name is not None:  # an argument added to `name(...)`: the other argument lists follow
         spans += [Span(s, e, "edit") for s, e in _argument_lists(document, name, lo, hi)]
     return [s for s in spans if s.end <= own[0] or s.start >= own[1]]

@@ -23,9 +23,9 @@ from pygls.exceptions import JsonRpcInvalidParams
 
 from ..scheduler import RequestScheduler
 from .filters import Replacement, apply, drop_reason, signature
-from .history import Edit, EditHistory
+from .pipeline import replacements_of
+from .history import EditHistory
 from .params import EditFeedbackParams, InvalidParams, NextEditParams, parse
-from .region import editable_region
 
 if TYPE_CHECKING:
     from ..documents import Document
@@ -34,9 +34,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 NEXT_EDIT, ACCEPT_EDIT, REJECT_EDIT = "dllm/nextEdit", "dllm/acceptEdit", "dllm/rejectEdit"
-# The engine sees this much of the document around the region (it reads at most
-# 2400 characters before and 1200 after each span): a huge file is never sent whole.
-CONTEXT_BEFORE, CONTEXT_AFTER = 4000, 2000
 WAIT_FOR_COMPLETION_S = 2.0
 MAX_REJECTED = 64
 
@@ -100,8 +97,8 @@ class NextEdits:
         return doc if doc is not None and doc.version == version else None
 
     async def _compute(self, uri: str, version: int, cursor: int | None) -> Proposal | None:
-        from dllm_engine.next_edit import NextEditRequest
-        from dllm_engine.next_edit.spans import adds_argument, enclosing_call_name, replaced_words
+        from ..infill import params
+        from .pipeline import plan_request
 
         loop = asyncio.get_running_loop()
         until = loop.time() + WAIT_FOR_COMPLETION_S
@@ -112,23 +109,12 @@ class NextEdits:
         if doc is None:
             return None
         text, opts = doc.text, self.ls.options.next_edit
-        edits = [e for e in self.history.recent(uri) if e.offset + len(e.inserted) <= len(text)]
-        last = edits[-1] if edits and text[edits[-1].offset:].startswith(edits[-1].inserted) else None
-        if last is None:
-            edits = []
-        if last is None and cursor is None:
-            return None
-        at, end = (last.offset, last.offset + len(last.inserted)) if last else (cursor, cursor)
-        removed = replaced_words(text, _engine_edit(last)) if last else set()
-        # An argument added inside `name(...)`: the region reaches for the other calls of `name`.
-        called = enclosing_call_name(text, last.offset) if last and adds_argument(_engine_edit(last)) else None
         tree = doc.tree.tree if doc.tree is not None and doc.syntax_language is not None else None
-        region = editable_region(text, tree, doc.syntax_language, at, end, opts.max_lines, removed,
-                                 {called} if called else set())
-        from ..infill import params
-
-        request, base = _windowed_request(NextEditRequest, text, edits, region, cursor if cursor is not None else end,
-                                          params=params(self.ls.options))
+        planned = plan_request(text, tree, doc.syntax_language, self.history.recent(uri), cursor, opts.max_lines,
+                               params(self.ls.options))
+        if planned is None:
+            return None
+        request, base, last, removed = planned
         self.stats["requested"] += 1
         try:
             result = await self.ls.engine.next_edit(request)
@@ -142,7 +128,7 @@ class NextEdits:
             self.stats["stale"] += 1
             log.info("next edit for %s v%d dropped: the document changed meanwhile", uri, version)
             return None
-        replacements = [Replacement(base + s.start, base + s.end, s.new, s.confidence) for s in result.spans]
+        replacements = replacements_of(result, base)
         reason = drop_reason(text, replacements, last, self.history.text_before_last(uri), removed,
                              doc.syntax_language, opts.min_confidence, self.rejected.get(uri, set()))
         if reason is not None:
@@ -207,40 +193,6 @@ class NextEdits:
         if len(rejected) >= MAX_REJECTED:
             rejected.clear()
         rejected.add(signature(proposal.text, list(proposal.replacements)))
-
-
-def _engine_edit(edit: Edit):
-    from dllm_engine.next_edit import RecentEdit
-
-    return RecentEdit(edit.offset, edit.removed, edit.inserted)
-
-
-def _windowed_request(request_cls, text: str, edits: list[Edit], region, cursor: int, **extra: Any):
-    """The request over a slice of the document around the region (offsets shifted), and
-    the slice's start: the engine reads only a few thousand characters around each span."""
-    from dllm_engine.next_edit.request import CallerSpan, RecentEdit
-
-    lines = text.splitlines(keepends=True) or [""]
-    region_lo = sum(len(line) for line in lines[:region.start_line])
-    region_hi = region_lo + sum(len(line) for line in lines[region.start_line:region.end_line])
-    base = text.rfind("\n", 0, max(0, region_lo - CONTEXT_BEFORE)) + 1 if region_lo > CONTEXT_BEFORE else 0
-    stop = text.find("\n", region_hi + CONTEXT_AFTER)
-    stop = len(text) if stop < 0 else stop + 1
-    window = text[base:stop]
-    first_line = text.count("\n", 0, base)
-    kept = [RecentEdit(e.offset - base, e.removed, e.inserted) for e in edits
-            if base <= e.offset and e.offset + len(e.inserted) <= stop]
-    if edits and (not kept or kept[-1].offset != edits[-1].offset - base):
-        kept = []  # the newest edit must be the request's newest
-    n_lines = window.count("\n") + 1
-    request = request_cls(
-        document=window, edits=kept,
-        region_start_line=region.start_line - first_line,
-        region_end_line=min(n_lines, region.end_line - first_line),
-        cursor=min(max(cursor - base, 0), len(window)),
-        spans=[CallerSpan(s - base, e - base) for s, e in region.uses if base <= s and e <= stop][:32], **extra,
-    )
-    return request, base
 
 
 def register(ls: "DllmServer") -> None:

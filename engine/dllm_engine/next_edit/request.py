@@ -63,10 +63,10 @@ class NextEditRequest:
     # "whole_region": every line of the region but the edited ones (a benchmark baseline).
     mode: SpanMode = "chosen"
     # At most this many spans are re-masked (nearest the cursor first).
-    max_spans: int = 12
+    max_spans: int = 8
     # The scoring pass scores at most this many tokens of the region (its cost is
     # `stride` canvases times this many rows of the vocabulary head).
-    score_tokens: int = 192
+    score_tokens: int = 128
     # A scored token below this probability is a candidate span.
     suspicious_below: float = 0.02
     params: DiffusionParams = field(default_factory=DiffusionParams)

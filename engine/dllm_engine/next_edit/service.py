@@ -22,7 +22,9 @@ from ..protocol import Hole, InfillRequest, ProtocolError, RequestCancelled, Sco
 from .request import EditSpan, NextEditRequest, NextEditResult
 from .spans import WORD, Span, edit_seeds, merge, region_bounds, score_seeds, whole_region, widen_to_words
 
-PREFIX_CHARS, SUFFIX_CHARS = 2400, 1200  # context around each span (well inside the model's window)
+# Context around each span. Every hole encodes its own context (suffix first, so holes of one
+# file share no cached prefix): context tokens times spans is most of a request's cost.
+PREFIX_CHARS, SUFFIX_CHARS = 1200, 600
 SCORE_CHARS = 3600  # a scoring pass takes at most 4000 characters
 SCORE_STRIDE = 4
 MAX_SCORE_SPANS = 4  # score-found spans per request: the rest of the budget is the edit's

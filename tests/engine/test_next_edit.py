@@ -180,3 +180,12 @@ def test_hole_contexts_and_stops():
     holes = engine.submitted[0].holes
     assert [h.prefix.endswith("return ") or h.prefix.endswith("height + ") for h in holes] == [True, True]
     assert all(h.stop == ("\n",) and h.max_tokens >= 8 for h in holes)
+
+
+def test_each_stale_use_reads_the_others_with_the_new_name():
+    """Stale uses must not vouch for the old name in each other's holes."""
+    engine = ScriptedEngine(["width", "width"])
+    propose(engine, rename_request(score_tokens=0))
+    first, second = engine.submitted[0].holes
+    assert first.suffix.startswith(" * height + width\n") and "return w *" not in second.prefix
+    assert "return width * height + " in second.prefix

@@ -125,19 +125,38 @@ def _score_region(engine, doc: str, lo: int, hi: int, request: NextEditRequest) 
     return [t for t in after if (t[0], t[1]) in before and t[2] < DROP * before[(t[0], t[1])]]
 
 
-def _hole(engine, doc: str, span: Span) -> Hole:
+def _context(doc: str, span: Span, spans: list[Span]) -> tuple[str, str]:
+    """The text before and after `span` as its hole reads it: the other stale uses of the
+    renamed name shown with the name the user wrote. Left as they are, each stale use would
+    vouch for the old name in every other hole (the model fills each hole given the rest);
+    the fill of every hole is still the model's own."""
+    lo, hi = max(0, span.start - PREFIX_CHARS), min(len(doc), span.end + SUFFIX_CHARS)
+    before, after, last_b, last_a = [], [], lo, span.end
+    for other in spans:
+        if other is span or not other.hint:
+            continue
+        if lo <= other.start and other.end <= span.start:
+            before += [doc[last_b:other.start], other.hint]
+            last_b = other.end
+        elif span.end <= other.start and other.end <= hi:
+            after += [doc[last_a:other.start], other.hint]
+            last_a = other.end
+    return "".join(before) + doc[last_b:span.start], "".join(after) + doc[last_a:hi]
+
+
+def _hole(engine, doc: str, span: Span, spans: list[Span]) -> Hole:
     original = doc[span.start:span.end]
     n = len(engine.tokenizer.encode(original)) if original else 1
     max_tokens = min(1024, 2 * n + 8)  # room to grow: an added argument, a longer name
     # A span inside one line is refilled inside that line: a line break ends it.
     stop = ("\n",) if "\n" not in original else ()
-    return Hole(prefix=doc[max(0, span.start - PREFIX_CHARS):span.start], suffix=doc[span.end:span.end + SUFFIX_CHARS],
-                max_tokens=max_tokens, bucket=min(max_tokens, n + 2), stop=stop)
+    prefix, suffix = _context(doc, span, spans)
+    return Hole(prefix=prefix, suffix=suffix, max_tokens=max_tokens, bucket=min(max_tokens, n + 2), stop=stop)
 
 
 def _denoise(engine, doc: str, spans: list[Span], request: NextEditRequest,
              cancel: threading.Event | None) -> list[str]:
-    infill = InfillRequest(holes=[_hole(engine, doc, s) for s in spans], params=request.params,
+    infill = InfillRequest(holes=[_hole(engine, doc, s, spans) for s in spans], params=request.params,
                            priority=request.priority, deadline_s=request.deadline_s)
     handle = engine.submit(infill)
     while True:

@@ -27,6 +27,9 @@ class Span:
     start: int
     end: int
     source: str  # "edit" | "score" | "caller" | "region"
+    # For a stale use of a renamed name: the name the edit wrote. The other holes read this
+    # span with it in their context (see service._hole), so stale uses do not vouch for each other.
+    hint: str = ""
 
 
 def region_bounds(text: str, start_line: int, end_line: int) -> tuple[int, int]:
@@ -61,6 +64,13 @@ def replaced_words(document: str, edit: RecentEdit) -> set[str]:
     new_words = document[lo:hi]
     old_words = document[lo:edit.offset] + edit.removed + document[edit.offset + len(edit.inserted):hi]
     return _words(old_words) - _words(new_words)
+
+
+def new_words(document: str, edit: RecentEdit) -> set[str]:
+    """Identifiers the edit put in, in the words it touched (the new name of a rename)."""
+    lo, hi = widen_to_words(document, edit.offset, edit.offset + len(edit.inserted))
+    old_words = document[lo:edit.offset] + edit.removed + document[edit.offset + len(edit.inserted):hi]
+    return _words(document[lo:hi]) - _words(old_words)
 
 
 def occurrences(document: str, word: str, lo: int, hi: int) -> list[tuple[int, int]]:
@@ -115,7 +125,10 @@ def edit_seeds(document: str, edits: list[RecentEdit], lo: int, hi: int) -> list
     for edit in edits:  # an older rename's stale uses are as stale as the newest's
         if 0 <= edit.offset <= len(document):
             words |= replaced_words(document, edit) if edit is last else _words(edit.removed) - _words(edit.inserted)
-    spans = [Span(s, e, "edit") for w in sorted(words) for s, e in occurrences(document, w, lo, hi)]
+    renamed, written = replaced_words(document, last), new_words(document, last)
+    hint = next(iter(written)) if len(written) == 1 and len(renamed) == 1 else ""  # one name became one name
+    spans = [Span(s, e, "edit", hint if w in renamed else "")
+             for w in sorted(words) for s, e in occurrences(document, w, lo, hi)]
     name = enclosing_call_name(document, last.offset) if adds_argument(last) else None
     if name is not None:  # an argument added to `name(...)`: the other argument lists follow
         spans += [Span(s, e, "edit") for s, e in _argument_lists(document, name, lo, hi)]
@@ -165,7 +178,7 @@ def merge(spans: list[Span], cursor: int, limit: int) -> list[Span]:
     for span in sorted(spans, key=lambda s: (s.start, s.end)):
         if merged and span.start < merged[-1].end:
             prev = merged[-1]
-            merged[-1] = Span(prev.start, max(prev.end, span.end), prev.source)
+            merged[-1] = Span(prev.start, max(prev.end, span.end), prev.source)  # a merged span has no hint
         else:
             merged.append(span)
     nearest = sorted(merged, key=lambda s: min(abs(s.start - cursor), abs(s.end - cursor)))[:limit]

@@ -123,3 +123,21 @@ def test_params_are_checked_strictly(raw, field):
     ok = parse(NextEditParams, {"textDocument": {"uri": "file:///a.py", "version": 2, "extra": 1},
                                 "position": {"line": 3, "character": 4}})
     assert ok.position.line == 3
+
+
+def test_a_long_file_is_sent_as_a_window_around_the_region():
+    from dllm_engine.protocol import DiffusionParams
+    from dllm_lsp.server.next_edit.pipeline import plan_request
+
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(2000))
+    at = body.index("def f1000(x)") + len("def f1000(")
+    text = body[:at] + "value" + body[at + 1:]  # `x` -> `value` in f1000
+    request, base, last, removed = plan_request(text, ts_parse(text, PY), PY, [Edit(at, "x", "value")], None, 60,
+                                                DiffusionParams())
+    request.validate()  # offsets, region and the newest edit agree with the window
+    assert len(request.document) < 8000 < len(text) and removed == {"x"}
+    assert request.document[request.edits[-1].offset:].startswith("value")
+    lines = request.document.splitlines(keepends=True)
+    region = "".join(lines[request.region_start_line:request.region_end_line])
+    assert "def f1000(value):\n    return x + 1000\n" in region
+    assert text[base:base + len(request.document)] == request.document

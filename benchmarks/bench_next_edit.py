@@ -40,10 +40,10 @@ for p in (ROOT, ROOT / "engine", ROOT / "kernels", ROOT / "benchmarks"):
 from next_edit_cases import Step, history_cases, mechanical_cases, steps_of  # noqa: E402
 
 RENAMES = ("rename_param", "rename_local", "rename_function")
-WHOLE_REGION_PASSES = 48
 
 
-def _proposal(system: str, engine, step: Step, history, spec, min_confidence: float, max_lines: int):
+def _proposal(system: str, engine, step: Step, history, spec, min_confidence: float, max_lines: int,
+              whole_region_passes: int):
     """(replacements shown, or [] when none; elapsed ms)."""
     from dllm_engine.protocol import DiffusionParams
     from dllm_lsp.server.next_edit.filters import Replacement, drop_reason
@@ -57,7 +57,7 @@ def _proposal(system: str, engine, step: Step, history, spec, min_confidence: fl
     mode = "whole_region" if system.endswith("whole_region") else "chosen"
     # The whole-region baseline denoises hundreds of slots: its passes are capped (the last pass
     # commits what is left), or one step takes minutes on this CPU.
-    params = DiffusionParams(max_passes=WHOLE_REGION_PASSES) if mode == "whole_region" else DiffusionParams()
+    params = DiffusionParams(max_passes=whole_region_passes) if mode == "whole_region" else DiffusionParams()
     planned = plan_request(text, tree, spec, history.recent("doc"), None, max_lines, params, mode=mode)
     if planned is None:
         return [], (time.perf_counter() - t0 - t_parse) * 1000
@@ -129,6 +129,8 @@ def main() -> None:
     ap.add_argument("--no-whole-region", action="store_true", help="skip the whole-region baseline (slow)")
     ap.add_argument("--whole-region-cases", type=int, default=None,
                     help="run the whole-region baseline on this many cases per kind (default: 1 with --quick, 3)")
+    ap.add_argument("--whole-region-passes", type=int, default=None,
+                    help="pass cap of the whole-region baseline (default: 16 with --quick, 48)")
     ap.add_argument("--max-lines", type=int, default=60)
     ap.add_argument("--min-confidence", type=float, default=0.3)
     ap.add_argument("--threads", type=int, default=2)
@@ -136,6 +138,8 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = ap.parse_args()
     per_kind = args.per_kind or (3 if args.quick else 10)
+    if args.whole_region_passes is None:
+        args.whole_region_passes = 16 if args.quick else 48
     if args.whole_region_cases is None:
         args.whole_region_cases = 1 if args.quick else 3
     pairs = args.history_pairs if args.history_pairs is not None else (4 if args.quick else 16)
@@ -173,7 +177,7 @@ def main() -> None:
              f"Region cap {args.max_lines} lines, minConfidence {args.min_confidence}. "
              "Rates over steps that need a follow-up; false = proposals on steps that need none. "
              f"The whole-region baseline runs on the first {args.whole_region_cases} case(s) of each kind only, "
-             f"its passes capped at {WHOLE_REGION_PASSES}.", "",
+             f"its passes capped at {args.whole_region_passes}.", "",
              "| system | kind | steps | proposal | exact | hit | false | p50 ms | p95 ms |",
              "|---|---|---|---|---|---|---|---|---|"]
     for name, _ in systems:
@@ -206,7 +210,8 @@ def _run(name, engine, steps_by_case, spec, args, rows, kinds=None, per_kind=Non
         history = EditHistory()  # the server's: one didChange per site, coalesced as it would
         for step in steps:
             history.record("doc", step.before, step.after)
-            reps, ms = _proposal(name, engine, step, history, spec, args.min_confidence, args.max_lines)
+            reps, ms = _proposal(name, engine, step, history, spec, args.min_confidence, args.max_lines,
+                                 args.whole_region_passes)
             row = _score(step, reps) if step.follow_up else {"proposed": bool(reps), "exact": False, "hit": False}
             rows[(name, step.kind)].append({**row, "follow_up": step.follow_up, "ms": ms})
             if args.verbose:

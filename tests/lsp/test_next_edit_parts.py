@@ -100,6 +100,8 @@ def test_filters():
     assert reason(Replacement(W, W + 1, "width", 0.1)).startswith("confidence")
     assert reason(Replacement(W, W + 1, "width (", 0.9)) == "does not parse"
     assert reason(Replacement(LAST.offset, LAST.offset + 5, "w", 0.9)) == "undoes the last edit"
+    after = LAST.offset + len(LAST.inserted)  # `):` right after the typed name
+    assert reason(Replacement(after, after + 2, ", b):", 0.9)) == "undoes the last edit"
     assert reason(Replacement(TEXT.index("1"), TEXT.index("1") + 1, "w", 0.9)) == "puts back a name the last edit removed"
     assert reason(good, rejected=[frozenset({("w", "width")})]) == "rejected before"
     # No grammar: nothing to parse against, the rest still applies.

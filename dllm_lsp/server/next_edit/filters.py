@@ -58,7 +58,8 @@ def drop_reason(text: str, replacements: list[Replacement], last: Edit | None, b
     new_text = apply(text, replacements)
     if last is not None:
         lo, hi = last.offset, last.offset + len(last.inserted)
-        if any(r.start < hi and r.end > lo for r in replacements) or (before_last is not None and new_text == before_last):
+        # A span touching the text just typed edits it (`, unit` then `):` -> `=None):`).
+        if any(r.start <= hi and r.end >= lo for r in replacements) or (before_last is not None and new_text == before_last):
             return "undoes the last edit"
         if any(set(WORD.findall(r.new)) & removed_words - set(WORD.findall(text[r.start:r.end]))
                for r in replacements):

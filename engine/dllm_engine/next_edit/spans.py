@@ -149,7 +149,7 @@ def score_seeds(document: str, scored: list[tuple[int, int, float, float]], thre
         if len(picked) >= limit or prob >= threshold:
             break
         if (alternative < CLEAR_PREFERENCE or not document[start:end].strip()
-                or (start < avoid[1] and end > avoid[0])):
+                or (start <= avoid[1] and end >= avoid[0])):  # touching the edit is editing it
             continue
         s, e = widen_to_words(document, start, end)
         # Leading blanks stay context: the denoiser gets the token's text, not the indentation before it.

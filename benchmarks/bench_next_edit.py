@@ -46,7 +46,7 @@ def _proposal(system: str, engine, step: Step, history, spec, min_confidence: fl
               whole_region_passes: int):
     """(replacements shown, or [] when none; elapsed ms)."""
     from dllm_engine.protocol import DiffusionParams
-    from dllm_lsp.server.next_edit.filters import Replacement, drop_reason
+    from dllm_lsp.server.next_edit.filters import Replacement, confident, drop_reason
     from dllm_lsp.server.next_edit.pipeline import plan_request, replacements_of
     from dllm_lsp.syntax.languages import parse
 
@@ -73,7 +73,7 @@ def _proposal(system: str, engine, step: Step, history, spec, min_confidence: fl
         confidence_floor = 0.0
     else:
         result = engine.next_edit(request)
-        reps = replacements_of(result, base)
+        reps = confident(replacements_of(result, base), min_confidence)
         confidence_floor = min_confidence
     reason = drop_reason(text, reps, last, history.text_before_last("doc"), removed, spec, confidence_floor, set())
     elapsed = (time.perf_counter() - t0 - t_parse) * 1000

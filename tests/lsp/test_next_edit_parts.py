@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dllm_lsp.server.next_edit.filters import Replacement, drop_reason
+from dllm_lsp.server.next_edit.filters import Replacement, confident, drop_reason
 from dllm_lsp.server.next_edit.history import Edit, EditHistory, coalesce, diff
 from dllm_lsp.server.next_edit.params import InvalidParams, NextEditParams, parse
 from dllm_lsp.server.next_edit.region import editable_region, renamed_uses
@@ -143,3 +143,9 @@ def test_a_long_file_is_sent_as_a_window_around_the_region():
     region = "".join(lines[request.region_start_line:request.region_end_line])
     assert "def f1000(value):\n    return x + 1000\n" in region
     assert text[base:base + len(request.document)] == request.document
+
+
+def test_doubtful_spans_are_left_out_and_the_rest_stands():
+    sure, doubtful = Replacement(W, W + 1, "width", 0.8), Replacement(0, 3, "len", 0.05)
+    assert confident([sure, doubtful], 0.3) == [sure]
+    assert confident([doubtful], 0.3) == []

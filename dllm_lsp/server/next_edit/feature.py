@@ -22,7 +22,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from ..scheduler import RequestScheduler
-from .filters import Replacement, apply, drop_reason, signature
+from .filters import Replacement, apply, confident, drop_reason, signature
 from .pipeline import replacements_of
 from .history import EditHistory
 from .params import EditFeedbackParams, InvalidParams, NextEditParams, parse
@@ -128,7 +128,7 @@ class NextEdits:
             self.stats["stale"] += 1
             log.info("next edit for %s v%d dropped: the document changed meanwhile", uri, version)
             return None
-        replacements = replacements_of(result, base)
+        replacements = confident(replacements_of(result, base), opts.min_confidence)
         reason = drop_reason(text, replacements, last, self.history.text_before_last(uri), removed,
                              doc.syntax_language, opts.min_confidence, self.rejected.get(uri, set()))
         if reason is not None:

@@ -1,9 +1,10 @@
 """Why a next-edit proposal is not shown: pure checks, each naming its reason.
 
 A proposal is a list of (start, end, new text, confidence) replacements of the
-document as it is. It is dropped when it changes only whitespace, undoes the
+document as it is. Its spans under the confidence threshold are left out first
+(`confident`); the rest is dropped when it changes only whitespace, undoes the
 user's last edit (puts back what it removed, rewrites what it inserted), adds
-parse errors, falls under the confidence threshold, or was rejected before.
+parse errors, has a span under the threshold, or was rejected before.
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ def signature(text: str, replacements: list[Replacement]) -> frozenset[tuple[str
 
 def _squeeze(s: str) -> str:
     return re.sub(r"\s+", "", s)
+
+
+def confident(replacements: list[Replacement], min_confidence: float) -> list[Replacement]:
+    """The spans the model is sure enough of: one doubtful span (a stale use filled with
+    another name) must not cost the others, which are often right."""
+    return [r for r in replacements if r.confidence >= min_confidence]
 
 
 def drop_reason(text: str, replacements: list[Replacement], last: Edit | None, before_last: str | None,

@@ -146,7 +146,6 @@ def main() -> None:
 
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     from dllm_engine.engine import Engine, EngineConfig
-    from dllm_lsp.server.next_edit.history import EditHistory
     from dllm_lsp.syntax.languages import language_named
 
     spec = language_named("python")

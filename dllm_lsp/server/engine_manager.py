@@ -24,6 +24,7 @@ from .options import EngineOptions
 
 if TYPE_CHECKING:  # dllm_engine.clients imports httpx (~0.3 s): not on the way to `initialize`
     from dllm_engine.clients import EngineClient
+    from dllm_engine.next_edit import NextEditRequest, NextEditResult
 
 log = logging.getLogger(__name__)
 
@@ -276,6 +277,35 @@ class EngineManager:
         self._mark_ready((time.perf_counter() - start) * 1000)
         self.last_result = result
         return result
+
+
+    async def next_edit(self, request: "NextEditRequest", timeout_s: float = DEFAULT_TIMEOUT_S) -> "NextEditResult | None":
+        """The engine's next-edit proposal, or None (logged), as `infill` answers: never raises
+        for engine trouble and never waits for a model to load. NotImplementedError: this
+        engine cannot propose next edits (an OpenAI FIM endpoint)."""
+        if not self.enabled or (not self._loaded and self._options.mode in MODEL_LOADING_MODES):
+            if self.enabled:
+                self.start_warm_up()
+            return None
+        client = self._get_client()
+        if client is None:
+            return None
+        if request.deadline_s is None:
+            request.deadline_s = timeout_s
+        try:
+            return await asyncio.wait_for(client.next_edit(request), timeout_s + 5.0)
+        except (asyncio.CancelledError, NotImplementedError):
+            raise
+        except (EngineBusy, RequestCancelled) as exc:
+            log.info("engine did not serve next-edit request %s: %s", request.request_id, exc)
+        except ProtocolError as exc:
+            log.error("engine rejected next-edit request %s: %s", request.request_id, exc)
+        except asyncio.TimeoutError:
+            log.warning("next-edit request %s timed out", request.request_id)
+        except Exception as exc:
+            await self._drop_client()
+            self._fail(_explain(exc))
+        return None
 
 
 def _explain(exc: BaseException) -> str:

@@ -25,8 +25,9 @@ def register(ls: "DllmServer") -> None:
         if not ls.options.inline_completion:
             return empty
         found = await suggest(ls, params.text_document.uri, params.position, "inline")
-        if found is None:
-            return empty
+        if found is None:  # no completion at the cursor: a next edit starting on its line, if any
+            item = ls.next_edits.inline_item(params.text_document.uri, params.position) if ls.next_edits else None
+            return types.InlineCompletionList(items=[item] if item is not None else [])
         suggestion, index = found
         rng = index.range(suggestion.offset, suggestion.replace_end, ls.encoding)
         return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=suggestion.text, range=rng)])

@@ -49,6 +49,15 @@ class DiffusionOptions:
 
 
 @dataclass
+class NextEditOptions:
+    # Off until measured on the default model: each pause in typing costs a scoring pass and a fill.
+    enabled: bool = False
+    max_lines: int = 60  # the editable region around the last edit, at most
+    min_confidence: float = 0.3  # proposals with a span under this are not shown
+    debounce_ms: int = 250  # after the last keystroke (inline completion asks first)
+
+
+@dataclass
 class ServerOptions:
     enable: bool = True
     engine: EngineOptions = field(default_factory=EngineOptions)
@@ -62,6 +71,7 @@ class ServerOptions:
     # A line holding only this marker is a hole for `dllm.fillHoles` (besides
     # `pass`, `...`, `todo!()` bodies).
     fill_marker: str = "{{fill}}"
+    next_edit: NextEditOptions = field(default_factory=NextEditOptions)
 
 
 # Range checks beyond the type: (path, predicate, what the value must be).
@@ -75,6 +85,9 @@ _RANGES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "diffusion.seed": (lambda v: v >= 0, "a non-negative integer"),
     "diffusion.maxPasses": (lambda v: 1 <= v <= 4096, "between 1 and 4096"),
     "fillMarker": (lambda v: bool(v.strip()), "a non-empty string"),
+    "nextEdit.maxLines": (lambda v: 3 <= v <= 400, "between 3 and 400"),
+    "nextEdit.minConfidence": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),
+    "nextEdit.debounceMs": (lambda v: 0 <= v <= 5000, "between 0 and 5000"),
 }
 
 

@@ -95,6 +95,11 @@ class RequestScheduler:
         self.stats.completed += 1
         return result
 
+    def busy(self, key: str) -> bool:
+        """Whether a request for `key` is pending (next edits wait for the cursor's own request)."""
+        work = self._current.get(key)
+        return work is not None and work.task is not None and not work.task.done()
+
     def cancel_all(self) -> None:
         for key in list(self._current):
             self.supersede(key)

@@ -48,6 +48,7 @@ class DllmServer(LanguageServer):
         self.scheduler = RequestScheduler(self.options.debounce_ms / 1000)
         self.engine = EngineManager(self.options.engine, self.publish_status, self.show_problem)
         self.diagnostics = None  # set by diagnostics.register
+        self.next_edits = None  # set by next_edit.feature.register
         self._shutting_down = False
         self._progress_count = 0
         self._said_internal_error = False
@@ -129,6 +130,7 @@ class DllmServer(LanguageServer):
 
 def create_server(base_settings: dict[str, Any] | None = None) -> DllmServer:
     from . import code_actions, commands, completion, diagnostics, inline_completion
+    from .next_edit import feature as next_edit_feature
 
     ls = DllmServer(base_settings)
 
@@ -160,9 +162,13 @@ def create_server(base_settings: dict[str, Any] | None = None) -> DllmServer:
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def on_change(params: types.DidChangeTextDocumentParams) -> None:
+        before = ls.documents.get(params.text_document.uri)
+        old_text = before.text if before is not None else None
         doc = ls.documents.change(params, ls.encoding)
         if doc is not None and ls.diagnostics is not None:
             ls.diagnostics.schedule(doc.uri)
+        if doc is not None and old_text is not None and ls.next_edits is not None:
+            ls.next_edits.changed(doc, old_text)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CLOSE)
     def on_close(params: types.DidCloseTextDocumentParams) -> None:
@@ -173,6 +179,8 @@ def create_server(base_settings: dict[str, Any] | None = None) -> DllmServer:
         ls.scheduler.supersede(f"completion:{uri}")
         if ls.diagnostics is not None:
             ls.diagnostics.forget(uri)
+        if ls.next_edits is not None:
+            ls.next_edits.forget(uri)
 
     @ls.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)
     async def on_configuration(params: types.DidChangeConfigurationParams) -> None:
@@ -197,6 +205,7 @@ def create_server(base_settings: dict[str, Any] | None = None) -> DllmServer:
     code_actions.register(ls)
     commands.register(ls)
     diagnostics.register(ls)
+    next_edit_feature.register(ls)
     return ls
 
 

@@ -18,9 +18,10 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import httpx
 
@@ -37,6 +38,9 @@ from .protocol import (
     ScoreResult,
 )
 from .socket_security import UnsafeSocket, check_dir, ensure_private_dir
+
+if TYPE_CHECKING:
+    from .next_edit.request import NextEditRequest, NextEditResult
 
 EventCallback = Callable[[CanvasEvent], None]
 
@@ -63,6 +67,10 @@ class EngineClient(abc.ABC):
     async def score(self, request: ScoreRequest) -> ScoreResult:
         """Token likelihoods of existing code; engines without it raise NotImplementedError."""
         raise NotImplementedError(f"{type(self).__name__} cannot score tokens")
+
+    async def next_edit(self, request: "NextEditRequest") -> "NextEditResult":
+        """The edit the user will make next (next_edit/); engines without it raise NotImplementedError."""
+        raise NotImplementedError(f"{type(self).__name__} cannot propose next edits")
 
     async def close(self) -> None:
         return None
@@ -108,6 +116,15 @@ class InProcessClient(EngineClient):
     async def score(self, request: ScoreRequest) -> ScoreResult:
         engine = await self._get_engine()
         return await asyncio.to_thread(engine.score, request)
+
+    async def next_edit(self, request: "NextEditRequest") -> "NextEditResult":
+        engine = await self._get_engine()
+        cancel = threading.Event()
+        try:
+            return await asyncio.to_thread(engine.next_edit, request, cancel)
+        except asyncio.CancelledError:
+            cancel.set()  # the worker thread stops between its engine calls
+            raise
 
     async def health(self) -> dict[str, Any]:
         if self._engine is None:
@@ -244,6 +261,16 @@ class DaemonClient(EngineClient):
         except httpx.TransportError as exc:
             raise EngineUnavailable(f"engine at {self.socket_path or self.url} unreachable: {exc}") from exc
         return ScoreResult.from_dict(_checked(r))
+
+    async def next_edit(self, request: "NextEditRequest") -> "NextEditResult":
+        from .next_edit.request import NextEditResult
+
+        await self._ensure_running()
+        try:
+            r = await self._http.post("/v1/next_edit", json=request.to_dict())
+        except httpx.TransportError as exc:
+            raise EngineUnavailable(f"engine at {self.socket_path or self.url} unreachable: {exc}") from exc
+        return NextEditResult.from_dict(_checked(r))
 
     async def health(self) -> dict[str, Any]:
         self._check_socket()

@@ -7,6 +7,7 @@ asked and then only with a bearer token. Endpoints:
                         `"stream": true` sends server-sent events (`canvas`, then `result`)
 - POST /v1/completions  OpenAI-compatible fill-in-the-middle (`prompt` + `suffix`)
 - POST /v1/score        token-by-token likelihood of existing code (for diagnostics)
+- POST /v1/next_edit    the edit the user will make next (next_edit/request.py)
 - GET  /health          200 when ready, 503 while the model loads
 - GET  /metrics         queue depth, passes/s, tokens per pass, cache hit rate (JSON, or
                          Prometheus text for a scraper's Accept header / ?format=prometheus)
@@ -212,6 +213,19 @@ def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = 
         result = await asyncio.to_thread(engine.score, req)
         return JSONResponse(result.to_dict())
 
+    async def next_edit(request: Request) -> Response:
+        from .next_edit.http_body import NextEditBody
+
+        req = (await body(request, NextEditBody)).build()
+        engine = ready_engine()
+        cancel = threading.Event()
+        try:  # the request runs in a worker thread: a client that goes away cancels it there
+            result = await asyncio.to_thread(engine.next_edit, req, cancel)
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
+        return JSONResponse(result.to_dict())
+
     async def completions(request: Request) -> Response:
         req = await fitted(request, (await body(request, CompletionBody)).build())
         engine = ready_engine()
@@ -254,6 +268,7 @@ def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = 
         Route("/v1/infill", endpoint(infill), methods=["POST"]),
         Route("/v1/completions", endpoint(completions), methods=["POST"]),
         Route("/v1/score", endpoint(score), methods=["POST"]),
+        Route("/v1/next_edit", endpoint(next_edit), methods=["POST"]),
         Route("/health", health, methods=["GET"]),
         Route("/metrics", endpoint(metrics), methods=["GET"]),
     ]

@@ -201,6 +201,13 @@ class Engine:
         with self._runner_lock:
             return score_span(self, request)
 
+    def next_edit(self, request, cancel=None):
+        """The edit the user will make next (`next_edit/service.py`: a `NextEditRequest` in, a
+        `NextEditResult` out); blocks the calling thread, `cancel` (a threading.Event) stops it."""
+        from .next_edit.service import propose
+
+        return propose(self, request, cancel)
+
     def health(self) -> dict:
         return {
             "status": "ok",

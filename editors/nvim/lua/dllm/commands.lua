@@ -77,6 +77,14 @@ function M.setup()
   create("DllmRestartEngine", function()
     execute("dllm.restartEngine", {})
   end, { desc = "dllm: restart the model engine" })
+  local next_edit = require("dllm.next_edit")
+  create("DllmNextEdit", function()
+    if not next_edit.request(0) then
+      vim.notify("dllm: no dllm language server attached to this buffer", vim.log.levels.WARN)
+    end
+  end, { desc = "dllm: ask for the next edit now" })
+  create("DllmAcceptEdit", function() next_edit.accept(0) end, { desc = "dllm: apply the next edit shown" })
+  create("DllmRejectEdit", function() next_edit.reject(0) end, { desc = "dllm: dismiss the next edit shown" })
   create("DllmStatus", function()
     execute("dllm.engineStatus", {}, function(result)
       status.current = result or status.current

@@ -29,6 +29,15 @@ M.defaults = {
   keymaps = {
     accept = "<Tab>",
     dismiss = "<C-]>",
+    -- Normal-mode keys for a next-edit proposal (see next_edit.lua).
+    accept_edit = "<Tab>",
+    jump_edit = "<S-Tab>",
+    reject_edit = false,
+  },
+  -- Next edits: the server must have settings.nextEdit.enabled = true to propose any.
+  next_edit = {
+    auto = true, -- ask after each pause in typing (else only :DllmNextEdit)
+    debounce_ms = 300,
   },
 }
 

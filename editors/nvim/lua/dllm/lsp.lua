@@ -56,6 +56,7 @@ end
 -- on_attach: ghost text, completion source and mappings for this buffer.
 local function on_attach(client, bufnr)
   require("dllm.ghost").attach(client, bufnr)
+  require("dllm.next_edit").attach(client, bufnr)
   if has("nvim-0.11") then
     vim.lsp.completion.enable(true, client.id, bufnr, { autotrigger = false })
   else

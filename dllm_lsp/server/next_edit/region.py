@@ -1,0 +1,100 @@
+"""The editable region of a next-edit request: pure functions of text, tree and edit.
+
+A window of lines around the last edit, grown to the enclosing syntax node (the
+function, else the statement) while it fits in `max_lines`, then grown toward the
+other uses of a name the edit renamed, nearest first, within the same cap. Without
+a grammar (or a tree), lines only. One region, contiguous: it is what the engine
+re-masks spans of and what a client shows as one proposal.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ...syntax.document_tree import byte_offset
+
+WINDOW_LINES = 3  # lines kept on each side of the edit before syntax grows the region
+WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class Region:
+    start_line: int
+    end_line: int  # exclusive
+    uses: tuple[tuple[int, int], ...] = ()  # other uses of renamed names inside the region (str offsets)
+
+
+def _enclosing_rows(tree: Any, spec: Any, text: str, start: int, end: int, max_lines: int) -> tuple[int, int] | None:
+    """Rows [first, last] of the largest node around [start, end) that fits in `max_lines`,
+    stopping at the first definition (a function or class body is the natural unit)."""
+    root = tree.root_node
+    node = root.descendant_for_byte_range(byte_offset(text, start), byte_offset(text, max(start, end)))
+    best = None
+    while node is not None:
+        if node.end_point.row - node.start_point.row + 1 > max_lines:
+            break
+        best = node
+        if node.type in spec.definition_types:
+            break
+        node = node.parent
+    return None if best is None else (best.start_point.row, best.end_point.row)
+
+
+def _is_identifier_at(tree: Any, text: str, start: int, end: int) -> bool:
+    """Whether [start, end) is an identifier node (not inside a string or a comment)."""
+    if tree is None:
+        return True
+    b = byte_offset(text, start)
+    node = tree.root_node.descendant_for_byte_range(b, b + len(text[start:end].encode("utf-8", "surrogatepass")))
+    return node is not None and node.type.endswith("identifier")
+
+
+def renamed_uses(text: str, tree: Any, words: set[str], exclude: tuple[int, int]) -> list[tuple[int, int]]:
+    """Identifier occurrences of `words` in the whole text (the edit's own text excluded)."""
+    uses = []
+    for word in sorted(words):
+        for m in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", text):
+            if (m.end() <= exclude[0] or m.start() >= exclude[1]) and _is_identifier_at(tree, text, m.start(), m.end()):
+                uses.append((m.start(), m.end()))
+    return sorted(uses)
+
+
+def editable_region(text: str, tree: Any, spec: Any, edit_start: int, edit_end: int, max_lines: int,
+                    renamed: set[str] = frozenset(), reach: set[str] = frozenset()) -> Region:
+    """`renamed`: names the edit replaced (their uses grow the region and are spans to re-mask);
+    `reach`: names whose uses only grow the region (the calls of a function given a parameter)."""
+    n_lines = text.count("\n") + 1
+    first = text.count("\n", 0, edit_start)
+    last = text.count("\n", 0, max(edit_start, edit_end))
+    lo, hi = max(0, first - WINDOW_LINES), min(n_lines - 1, last + WINDOW_LINES)
+    if tree is not None and spec is not None:
+        rows = _enclosing_rows(tree, spec, text, edit_start, edit_end, max_lines)
+        if rows is not None:
+            lo, hi = min(lo, rows[0]), max(hi, rows[1])
+    else:  # no grammar: a plain window of lines, as wide as allowed
+        half = max(WINDOW_LINES, (max_lines - (last - first + 1)) // 2)
+        lo, hi = max(0, first - half), min(n_lines - 1, last + half)
+    lo, hi = _cap(lo, hi, first, last, max_lines)
+    uses = renamed_uses(text, tree, set(renamed), (edit_start, edit_end)) if renamed else []
+    reached = renamed_uses(text, tree, set(reach), (edit_start, edit_end)) if reach else []
+    for start, _ in sorted(uses + reached, key=lambda u: abs(text.count("\n", 0, u[0]) - first)):
+        row = text.count("\n", 0, start)
+        if max(hi, row) - min(lo, row) + 1 <= max_lines:
+            lo, hi = min(lo, row), max(hi, row)
+    inside = tuple(u for u in uses if lo <= text.count("\n", 0, u[0]) <= hi)
+    return Region(lo, hi + 1, inside)
+
+
+def _cap(lo: int, hi: int, first: int, last: int, max_lines: int) -> tuple[int, int]:
+    """[lo, hi] cut to `max_lines`, keeping the edited rows and as even a margin as fits."""
+    if hi - lo + 1 <= max_lines:
+        return lo, hi
+    if last - first + 1 >= max_lines:  # an edit longer than the cap: its first lines
+        return first, first + max_lines - 1
+    room = max(0, max_lines - (last - first + 1))
+    before = min(first - lo, room // 2)
+    after = min(hi - last, room - before)
+    before = min(first - lo, room - after)
+    return first - before, min(hi, max(last, last + after))

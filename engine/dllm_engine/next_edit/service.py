@@ -1,0 +1,216 @@
+"""One next-edit request: score the region, choose spans, denoise them together, read back.
+
+Runs on the engine's public calls only (`score`, `submit`, the tokenizer), so it
+holds no model state and no torch: `Engine.next_edit` calls `propose(self, ...)`.
+
+1. one capped scoring pass over the region around the cursor (what looks wrong);
+2. spans: the last edit's stale names and argument lists, the least likely
+   tokens, the caller's spans; merged, nearest the cursor first, capped;
+3. every span a hole of one batched infill (variable length: a span may come
+   back shorter or longer), each seeing the document as it is around it;
+4. the changed spans are scored in the new text for their confidence.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from concurrent.futures import TimeoutError as FutureTimeout
+
+from ..protocol import Hole, InfillRequest, ProtocolError, RequestCancelled, ScoreRequest
+from .request import EditSpan, NextEditRequest, NextEditResult
+from .spans import WORD, Span, edit_seeds, merge, region_bounds, score_seeds, whole_region, widen_to_words
+
+# Context around each span. Every hole encodes its own context (suffix first, so holes of one
+# file share no cached prefix): context tokens times spans is most of a request's cost.
+PREFIX_CHARS, SUFFIX_CHARS = 1200, 600
+SCORE_CHARS = 3600  # a scoring pass takes at most 4000 characters
+SCORE_STRIDE = 4
+MAX_SCORE_SPANS = 4  # score-found spans per request: the rest of the budget is the edit's
+POLL_S = 0.05
+DROP = 0.25  # a token the edit made at least 4x less likely is a candidate
+
+
+def propose(engine, request: NextEditRequest, cancel: threading.Event | None = None) -> NextEditResult:
+    """The next edit in `request`'s region, or no change; raises ProtocolError for a bad request."""
+    t0 = time.perf_counter()
+    request.validate()
+    doc = request.document
+    lo, hi = region_bounds(doc, request.region_start_line, request.region_end_line)
+    if hi - lo > 24_000:
+        raise ProtocolError(f"region of {hi - lo} characters is too long (max 24000)")
+    last = request.last_edit
+    own = (last.offset, last.offset + len(last.inserted)) if last else (request.cursor, request.cursor)
+    scored_tokens = 0
+    if request.mode == "whole_region":
+        spans = whole_region(doc, lo, hi, own)
+    else:
+        seeds = edit_seeds(doc, request.edits, lo, hi)
+        seeds += [Span(*widen_to_words(doc, max(lo, s.start), min(hi, s.end)), "caller")
+                  for s in request.spans if s.start < hi and s.end > lo]
+        scored = _score_region(engine, doc, lo, hi, request) if request.score_tokens else []
+        scored_tokens = len(scored)
+        taken = [(s.start, s.end) for s in seeds]
+        fresh = [t for t in scored if not any(t[0] < e and t[1] > s for s, e in taken)]
+        spans = seeds + score_seeds(doc, fresh, request.suspicious_below, MAX_SCORE_SPANS, own)
+    spans = merge(spans, request.cursor, request.max_spans)
+    _check(cancel)
+    fills = _denoise(engine, doc, spans, request, cancel) if spans else []
+    fills = [_as_word(doc[s.start:s.end], new) for s, new in zip(spans, fills)]
+    changed = [(span, new) for span, new in zip(spans, fills) if new != doc[span.start:span.end]]
+    new_doc = _apply(doc, changed)
+    new_hi = hi + sum(len(new) - (s.end - s.start) for s, new in changed)
+    confidences = _confidences(engine, new_doc, changed) if changed else []
+    edits = [EditSpan(s.start, s.end, doc[s.start:s.end], new, conf, s.source)
+             for (s, new), conf in zip(changed, confidences)]
+    return NextEditResult(
+        request_id=request.request_id, region_start_line=request.region_start_line,
+        region_end_line=request.region_end_line, region_text=new_doc[lo:new_hi], spans=edits,
+        masked_spans=len(spans), scored_tokens=scored_tokens, model=engine.model_name,
+        elapsed_ms=(time.perf_counter() - t0) * 1000,
+    )
+
+
+def _check(cancel: threading.Event | None) -> None:
+    if cancel is not None and cancel.is_set():
+        raise RequestCancelled("next-edit request cancelled")
+
+
+def _score_window(engine, doc: str, lo: int, hi: int, cursor: int, budget: int) -> tuple[int, int]:
+    """At most `budget` tokens (and SCORE_CHARS characters) of [lo, hi), centred on the cursor."""
+    a = max(lo, min(cursor, hi) - SCORE_CHARS // 2)
+    b = min(hi, a + SCORE_CHARS)
+    a = max(lo, b - SCORE_CHARS)
+    _, offsets = engine.tokenizer.encode_with_offsets(doc[a:b])
+    if len(offsets) <= budget:
+        return a, b
+    centre = next((i for i, (s, _) in enumerate(offsets) if a + s >= cursor), len(offsets) - 1)
+    first = max(0, min(centre - budget // 2, len(offsets) - budget))
+    window = offsets[first:first + budget]
+    return a + window[0][0], a + window[-1][1]
+
+
+def _scores(engine, doc: str, a: int, b: int) -> list[tuple[int, int, float, float]]:
+    result = engine.score(ScoreRequest(prefix=doc[max(0, a - PREFIX_CHARS):a], span=doc[a:b],
+                                       suffix=doc[b:b + SUFFIX_CHARS], stride=SCORE_STRIDE))
+    return [(a + t.start, a + t.end, t.prob, t.alternative_prob) for t in result.tokens]
+
+
+def _score_region(engine, doc: str, lo: int, hi: int, request: NextEditRequest) -> list[tuple[int, int, float, float]]:
+    """(start, end, probability, the best alternative's probability) per scored token, in document
+    offsets, for the tokens the newest edit made unlikely.
+
+    A token unlikely before the edit too (a name chosen at its definition, the first line of
+    a file) is no sign of a follow-up edit: the window is scored again as it read before the
+    edit, and a token counts only if its probability fell to under DROP of what it was."""
+    a, b = _score_window(engine, doc, lo, hi, request.cursor, request.score_tokens)
+    if not doc[a:b].strip():
+        return []
+    after = _scores(engine, doc, a, b)
+    last = request.last_edit
+    if last is None or not (a <= last.offset <= b):
+        return after
+    old_doc = doc[:last.offset] + last.removed + doc[last.offset + len(last.inserted):]
+    delta = len(last.inserted) - len(last.removed)
+    old_b = max(a + 1, min(len(old_doc), b - delta))
+    if not old_doc[a:old_b].strip():
+        return after
+    before = {}
+    for start, end, prob, _ in _scores(engine, old_doc, a, old_b):
+        if end <= last.offset:
+            before[(start, end)] = prob
+        elif start >= last.offset + len(last.removed):
+            before[(start + delta, end + delta)] = prob
+    return [t for t in after if (t[0], t[1]) in before and t[2] < DROP * before[(t[0], t[1])]]
+
+
+def _context(doc: str, span: Span, spans: list[Span]) -> tuple[str, str]:
+    """The text before and after `span` as its hole reads it: the other stale uses of the
+    renamed name shown with the name the user wrote. Left as they are, each stale use would
+    vouch for the old name in every other hole (the model fills each hole given the rest);
+    the fill of every hole is still the model's own."""
+    lo, hi = max(0, span.start - PREFIX_CHARS), min(len(doc), span.end + SUFFIX_CHARS)
+    before, after, last_b, last_a = [], [], lo, span.end
+    for other in spans:
+        if other is span or not other.hint:
+            continue
+        if lo <= other.start and other.end <= span.start:
+            before += [doc[last_b:other.start], other.hint]
+            last_b = other.end
+        elif span.end <= other.start and other.end <= hi:
+            after += [doc[last_a:other.start], other.hint]
+            last_a = other.end
+    return "".join(before) + doc[last_b:span.start], "".join(after) + doc[last_a:hi]
+
+
+def _hole(engine, doc: str, span: Span, spans: list[Span]) -> Hole:
+    original = doc[span.start:span.end]
+    n = len(engine.tokenizer.encode(original)) if original else 1
+    max_tokens = min(1024, 2 * n + 8)  # room to grow: an added argument, a longer name
+    # A span inside one line is refilled inside that line: a line break ends it.
+    stop = ("\n",) if "\n" not in original else ()
+    prefix, suffix = _context(doc, span, spans)
+    return Hole(prefix=prefix, suffix=suffix, max_tokens=max_tokens, bucket=min(max_tokens, n + 2), stop=stop)
+
+
+def _denoise(engine, doc: str, spans: list[Span], request: NextEditRequest,
+             cancel: threading.Event | None) -> list[str]:
+    infill = InfillRequest(holes=[_hole(engine, doc, s, spans) for s in spans], params=request.params,
+                           priority=request.priority, deadline_s=request.deadline_s)
+    handle = engine.submit(infill)
+    while True:
+        try:
+            result = handle.result(timeout=POLL_S)
+            break
+        except FutureTimeout:
+            if cancel is not None and cancel.is_set():
+                handle.cancel()
+                raise RequestCancelled("next-edit request cancelled") from None
+    return [h.text for h in result.holes]
+
+
+def _as_word(original: str, new: str) -> str:
+    """A name is refilled by a name: the fill of a one-word span is its first word (the
+    canvas may grow past it into the code after the span, which the suffix already holds);
+    a fill that does not start with a word leaves the name as it was."""
+    if not WORD.fullmatch(original):
+        return new
+    m = WORD.match(new)
+    return m.group(0) if m else original
+
+
+def _apply(doc: str, changed: list[tuple[Span, str]]) -> str:
+    out, last = [], 0
+    for span, new in changed:
+        out += [doc[last:span.start], new]
+        last = span.end
+    out.append(doc[last:])
+    return "".join(out)
+
+
+def _confidences(engine, new_doc: str, changed: list[tuple[Span, str]]) -> list[float]:
+    """Per changed span, the geometric mean probability of its new tokens in the new text
+    (a deletion: of the tokens that meet where it was), from one scoring pass."""
+    starts, shift = [], 0
+    for span, new in changed:
+        starts.append(span.start + shift)
+        shift += len(new) - (span.end - span.start)
+    places = [(s, s + len(new)) for s, (_, new) in zip(starts, changed)]
+    a = max(0, places[0][0] - 1)
+    b = min(len(new_doc), places[-1][1] + 1)
+    groups = [(a, b, places)] if b - a <= SCORE_CHARS else [(max(0, p[0] - 1), min(len(new_doc), p[1] + 1), [p])
+                                                            for p in places]
+    out = []
+    for ga, gb, members in groups:
+        try:
+            scored = engine.score(ScoreRequest(prefix=new_doc[max(0, ga - PREFIX_CHARS):ga], span=new_doc[ga:gb],
+                                               suffix=new_doc[gb:gb + SUFFIX_CHARS], stride=SCORE_STRIDE)).tokens
+        except ProtocolError:  # too many tokens for one pass: no confidence rather than no answer
+            out += [0.0] * len(members)
+            continue
+        for s, e in members:
+            lo, hi = (s, e) if e > s else (s - 1, s + 1)
+            probs = [t.prob for t in scored if ga + t.start < hi and ga + t.end > lo]
+            out.append(math.exp(sum(math.log(max(p, 1e-9)) for p in probs) / len(probs)) if probs else 0.0)
+    return out

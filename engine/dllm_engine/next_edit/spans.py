@@ -1,0 +1,185 @@
+"""Which spans of the editable region to re-mask: pure functions over text.
+
+Two sources, because each misses what the other finds:
+- the last edit: a name it removed or replaced that still stands elsewhere in
+  the region (`def f(count)` became `def f(total)`: every `count` below is
+  stale). Stale uses vouch for each other when the model scores one token at a
+  time, so scoring alone misses them. An insertion inside `name(...)` (an added
+  parameter) seeds the argument lists of the other `name(...)` in the region;
+- the scoring pass: the tokens the model finds least likely given the rest.
+Every span is widened to whole words, so the denoiser never gets half a name.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .request import RecentEdit
+
+WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+MAX_ARGUMENT_LIST_CHARS = 200
+CLEAR_PREFERENCE = 0.3  # a suspicious token is a span only where the model's own choice has at least this
+
+
+@dataclass(frozen=True)
+class Span:
+    start: int
+    end: int
+    source: str  # "edit" | "score" | "caller" | "region"
+    # For a stale use of a renamed name: the name the edit wrote. The other holes read this
+    # span with it in their context (see service._hole), so stale uses do not vouch for each other.
+    hint: str = ""
+
+
+def region_bounds(text: str, start_line: int, end_line: int) -> tuple[int, int]:
+    """Character offsets of lines [start_line, end_line) (the last line's break included)."""
+    starts = [0] + [m.end() for m in re.finditer("\n", text)]
+    lo = starts[start_line]
+    hi = starts[end_line] if end_line < len(starts) else len(text)
+    return lo, hi
+
+
+def _is_word_char(ch: str) -> bool:
+    return ch.isalnum() or ch == "_"
+
+
+def widen_to_words(text: str, start: int, end: int) -> tuple[int, int]:
+    """Grow [start, end) so it neither starts nor ends inside a word."""
+    while start > 0 and _is_word_char(text[start - 1]) and start < len(text) and _is_word_char(text[start]):
+        start -= 1
+    while end < len(text) and end > 0 and _is_word_char(text[end - 1]) and _is_word_char(text[end]):
+        end += 1
+    return start, end
+
+
+def _words(text: str) -> set[str]:
+    return set(WORD.findall(text))
+
+
+def replaced_words(document: str, edit: RecentEdit) -> set[str]:
+    """Identifiers the edit took out of the document: in the old text of the words it touched,
+    absent from their new text (a rename typed as several keystrokes reads as one word)."""
+    lo, hi = widen_to_words(document, edit.offset, edit.offset + len(edit.inserted))
+    new_words = document[lo:hi]
+    old_words = document[lo:edit.offset] + edit.removed + document[edit.offset + len(edit.inserted):hi]
+    return _words(old_words) - _words(new_words)
+
+
+def new_words(document: str, edit: RecentEdit) -> set[str]:
+    """Identifiers the edit put in, in the words it touched (the new name of a rename)."""
+    lo, hi = widen_to_words(document, edit.offset, edit.offset + len(edit.inserted))
+    old_words = document[lo:edit.offset] + edit.removed + document[edit.offset + len(edit.inserted):hi]
+    return _words(document[lo:hi]) - _words(old_words)
+
+
+def occurrences(document: str, word: str, lo: int, hi: int) -> list[tuple[int, int]]:
+    """Whole-word occurrences of `word` within [lo, hi)."""
+    pattern = re.compile(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])")
+    return [(m.start(), m.end()) for m in pattern.finditer(document, lo, hi)]
+
+
+def enclosing_call_name(document: str, offset: int) -> str | None:
+    """The name before the innermost `(` still open at `offset` on its line, if any."""
+    line_start = document.rfind("\n", 0, offset) + 1
+    depth = 0
+    for i in range(offset - 1, line_start - 1, -1):
+        ch = document[i]
+        if ch == ")":
+            depth += 1
+        elif ch == "(":
+            if depth == 0:
+                m = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*$", document[line_start:i])
+                return m.group(1) if m else None
+            depth -= 1
+    return None
+
+
+def _argument_lists(document: str, name: str, lo: int, hi: int) -> list[tuple[int, int]]:
+    """The inside of `name(...)` for each call/definition of `name` in [lo, hi) closed on its line."""
+    spans = []
+    for m in re.finditer(rf"(?<![A-Za-z0-9_.]){re.escape(name)}\s*\(", document[lo:hi]):
+        open_at = lo + m.end()
+        depth, i = 1, open_at
+        while i < min(hi, open_at + MAX_ARGUMENT_LIST_CHARS) and document[i] != "\n":
+            depth += {"(": 1, ")": -1}.get(document[i], 0)
+            if depth == 0:
+                spans.append((open_at, i))
+                break
+            i += 1
+    return spans
+
+
+def adds_argument(edit: RecentEdit) -> bool:
+    """An insertion of a new list item (`, unit`): inside `name(...)`, its calls follow."""
+    return "," in edit.inserted and not edit.removed.strip()
+
+
+def edit_seeds(document: str, edits: list[RecentEdit], lo: int, hi: int) -> list[Span]:
+    """Spans of [lo, hi) that the recent edits made stale (the newest edit's own text excluded)."""
+    last = edits[-1] if edits else None
+    if last is None:
+        return []
+    own = (last.offset, last.offset + len(last.inserted))
+    words: set[str] = set()
+    for edit in edits:  # an older rename's stale uses are as stale as the newest's
+        if 0 <= edit.offset <= len(document):
+            words |= replaced_words(document, edit) if edit is last else _words(edit.removed) - _words(edit.inserted)
+    renamed, written = replaced_words(document, last), new_words(document, last)
+    hint = next(iter(written)) if len(written) == 1 and len(renamed) == 1 else ""  # one name became one name
+    spans = [Span(s, e, "edit", hint if w in renamed else "")
+             for w in sorted(words) for s, e in occurrences(document, w, lo, hi)]
+    name = enclosing_call_name(document, last.offset) if adds_argument(last) else None
+    if name is not None:  # an argument added to `name(...)`: the other argument lists follow
+        spans += [Span(s, e, "edit") for s, e in _argument_lists(document, name, lo, hi)]
+    return [s for s in spans if s.end <= own[0] or s.start >= own[1]]
+
+
+def score_seeds(document: str, scored: list[tuple[int, int, float, float]], threshold: float, limit: int,
+                avoid: tuple[int, int]) -> list[Span]:
+    """The `limit` least likely scored tokens under `threshold`, widened to words.
+
+    `scored`: (start, end, probability, best alternative's probability) per token, document
+    offsets. A token counts only where the model also has a clear preference (an unlikely
+    token among many unlikely ones, as at the top of a file, is no evidence). Whitespace
+    tokens are never spans (an indentation change is not an edit to propose); `avoid` is the
+    newest edit's own text, which the user just wrote."""
+    picked = []
+    for start, end, prob, alternative in sorted(scored, key=lambda t: t[2]):
+        if len(picked) >= limit or prob >= threshold:
+            break
+        if (alternative < CLEAR_PREFERENCE or not document[start:end].strip()
+                or (start <= avoid[1] and end >= avoid[0])):  # touching the edit is editing it
+            continue
+        s, e = widen_to_words(document, start, end)
+        # Leading blanks stay context: the denoiser gets the token's text, not the indentation before it.
+        while s < e and document[s] in " \t":
+            s += 1
+        picked.append(Span(s, e, "score"))
+    return picked
+
+
+def whole_region(document: str, lo: int, hi: int, avoid: tuple[int, int]) -> list[Span]:
+    """The baseline: every line of [lo, hi) but those the newest edit touched, as at most two spans."""
+    edit_lo = document.rfind("\n", 0, avoid[0]) + 1
+    edit_hi = document.find("\n", avoid[1])
+    edit_hi = len(document) if edit_hi < 0 else edit_hi + 1
+    spans = []
+    if edit_lo > lo:
+        spans.append(Span(lo, edit_lo, "region"))
+    if hi > edit_hi:
+        spans.append(Span(max(edit_hi, lo), hi, "region"))
+    return [s for s in spans if s.end > s.start and document[s.start:s.end].strip()]
+
+
+def merge(spans: list[Span], cursor: int, limit: int) -> list[Span]:
+    """Overlapping spans as one (the earlier source named), the `limit` nearest the cursor, in order."""
+    merged: list[Span] = []
+    for span in sorted(spans, key=lambda s: (s.start, s.end)):
+        if merged and span.start < merged[-1].end:
+            prev = merged[-1]
+            merged[-1] = Span(prev.start, max(prev.end, span.end), prev.source)  # a merged span has no hint
+        else:
+            merged.append(span)
+    nearest = sorted(merged, key=lambda s: min(abs(s.start - cursor), abs(s.end - cursor)))[:limit]
+    return sorted(nearest, key=lambda s: s.start)

@@ -1,0 +1,82 @@
+"""The daemon's real HTTP app on loopback, over a scripted engine: protocol tests of next edits.
+
+The server under test reaches it in its `remote` engine mode (the DaemonClient over TCP);
+the next-edit request runs the engine's real `next_edit.service.propose` (span choice,
+holes, confidence), and only the model is scripted: every scored token has probability
+`prob`, and a hole whose prefix ends with a rule's key is filled with its text.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+
+import uvicorn
+
+from dllm_engine.checkpoint import SMALL_MODEL_DIR
+from dllm_engine.daemon import EngineHost, build_app
+from dllm_engine.next_edit.service import propose
+from dllm_engine.protocol import HoleResult, InfillResult, ScoreResult, TokenScore
+from dllm_engine.tokenizer import TextTokenizer
+
+
+@dataclass
+class ScriptedEngine:
+    rules: list[tuple[str, str]] = field(default_factory=list)
+    prob: float = 0.9
+    next_edit_requests: list = field(default_factory=list)
+    model_name: str = "scripted"
+
+    def __post_init__(self) -> None:
+        self.tokenizer = TextTokenizer(SMALL_MODEL_DIR / "tokenizer.json")
+
+    def fill(self, prefix: str) -> str:
+        return next((text for key, text in self.rules if prefix.endswith(key)), "")
+
+    def submit(self, request, on_event=None):
+        future: Future = Future()
+        future.set_result(InfillResult(request.request_id, [HoleResult(self.fill(h.prefix), "end", 1, 1)
+                                                            for h in request.holes], self.model_name, 1.0))
+        return type("Handle", (), {"future": future, "result": lambda self, timeout=None: future.result(timeout),
+                                   "cancel": lambda self: None})()
+
+    def score(self, request):
+        _, offsets = self.tokenizer.encode_with_offsets(request.span)
+        return ScoreResult(request.request_id, [TokenScore(s, e, request.span[s:e], self.prob, "x", self.prob)
+                                                for s, e in offsets], self.model_name, 0.0)
+
+    def next_edit(self, request, cancel=None):
+        self.next_edit_requests.append(request)
+        return propose(self, request, cancel)
+
+    def health(self) -> dict:
+        return {"status": "ok", "model": self.model_name}
+
+
+class ScriptedDaemon:
+    def __init__(self) -> None:
+        self.engine = ScriptedEngine()
+        host = EngineHost(lambda: self.engine)
+        host.engine = self.engine
+        self._sock = socket.socket()
+        self._sock.bind(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
+        self._server = uvicorn.Server(uvicorn.Config(build_app(host), log_level="warning", lifespan="off"))
+        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
+
+    def __enter__(self) -> "ScriptedDaemon":
+        self._thread.start()
+        deadline = time.monotonic() + 10
+        while not self._server.started:
+            if time.monotonic() > deadline:
+                raise RuntimeError("scripted daemon did not start")
+            time.sleep(0.01)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.should_exit = True
+        self._thread.join(5)
+        self._sock.close()

@@ -1,0 +1,151 @@
+"""Next edits in the server, the pure parts: edit history, editable region, filters, params."""
+
+from __future__ import annotations
+
+import pytest
+
+from dllm_lsp.server.next_edit.filters import Replacement, confident, drop_reason
+from dllm_lsp.server.next_edit.history import Edit, EditHistory, coalesce, diff
+from dllm_lsp.server.next_edit.params import InvalidParams, NextEditParams, parse
+from dllm_lsp.server.next_edit.region import editable_region, renamed_uses
+from dllm_lsp.syntax.languages import language_named, parse as ts_parse
+
+PY = language_named("python")
+
+
+def test_diff_and_coalescing_make_a_rename_one_edit():
+    assert diff("abc", "abc") is None
+    assert diff("def f(w):", "def f(wi):") == Edit(7, "", "i")
+    assert diff("aXXb", "ab") == Edit(1, "XX", "")
+    history = EditHistory()
+    base = text = "def f(w):\n    return w\n"
+    for typed in ("wi", "wid", "widt", "width"):
+        new = base.replace("f(w)", f"f({typed})")
+        history.record("u", text, new)
+        text = new
+    assert history.recent("u") == [Edit(7, "", "idth")]
+    # Typing somewhere else starts a new edit; the text before it is kept for the undo check.
+    new = text.replace("return w", "return  w")
+    history.record("u", text, new)
+    assert len(history.recent("u")) == 2 and history.text_before_last("u") == text
+
+
+def test_typing_and_taking_it_back_is_no_edit():
+    history = EditHistory()
+    history.record("u", "x = 1\n", "x = 12\n")
+    assert history.record("u", "x = 12\n", "x = 1\n") is None and history.recent("u") == []
+    assert coalesce(Edit(4, "", "2"), Edit(9, "", "3")) is None
+
+
+SOURCE = '''import os
+
+
+def area(width, height):
+    """The area."""
+    w = 2
+    return w * height
+
+
+def main():
+    print(area(2, 3))
+    return 0
+'''
+
+
+def test_region_grows_to_the_enclosing_function_and_to_renamed_uses():
+    tree = ts_parse(SOURCE, PY)
+    at = SOURCE.index("width")
+    region = editable_region(SOURCE, tree, PY, at, at + 5, max_lines=40)
+    assert (region.start_line, region.end_line) == (0, 7)  # 3 lines before, the function to its end
+    at = SOURCE.index("w = 2")
+    region = editable_region(SOURCE, tree, PY, at, at + 1, max_lines=40)
+    assert (region.start_line, region.end_line) == (2, 9)
+    # A renamed function: its call further down joins the region.
+    at = SOURCE.index("area(")
+    region = editable_region(SOURCE, tree, PY, at, at + 4, max_lines=40, renamed={"area"})
+    assert region.end_line >= 11 and [SOURCE[s:e] for s, e in region.uses] == ["area"]
+    # The cap wins over both.
+    region = editable_region(SOURCE, tree, PY, at, at + 4, max_lines=5, renamed={"area"})
+    assert region.end_line - region.start_line <= 5 and region.start_line <= 3 < region.end_line
+
+
+def test_uses_in_strings_and_comments_are_not_identifiers():
+    text = 'x = 1\n# x here\ny = "x" + str(x)\n'
+    tree = ts_parse(text, PY)
+    assert renamed_uses(text, tree, {"x"}, (0, 1)) == [(text.rindex("x"), text.rindex("x") + 1)]
+    assert len(renamed_uses(text, None, {"x"}, (0, 1))) == 3  # no grammar: every whole word
+
+
+def test_without_a_grammar_the_region_is_lines():
+    text = "".join(f"line {i}\n" for i in range(100))
+    region = editable_region(text, None, None, text.index("line 50"), text.index("line 50") + 4, max_lines=21)
+    assert (region.start_line, region.end_line) == (40, 61)
+
+
+TEXT = "def f(width):\n    return w + 1\n"
+LAST = Edit(TEXT.index("width"), "w", "width")
+BEFORE = "def f(w):\n    return w + 1\n"
+W = TEXT.index("w +")
+
+
+def reason(*reps, min_confidence=0.3, rejected=()):
+    return drop_reason(TEXT, list(reps), LAST, BEFORE, {"w"}, PY, min_confidence, set(rejected))
+
+
+def test_filters():
+    good = Replacement(W, W + 1, "width", 0.8)
+    assert reason(good) is None
+    assert reason() == "no change"
+    assert reason(Replacement(W + 1, W + 2, "  ", 0.9)) == "whitespace only"
+    assert reason(Replacement(W, W + 1, "width", 0.1)).startswith("confidence")
+    assert reason(Replacement(W, W + 1, "width (", 0.9)) == "does not parse"
+    assert reason(Replacement(LAST.offset, LAST.offset + 5, "w", 0.9)) == "undoes the last edit"
+    after = LAST.offset + len(LAST.inserted)  # `):` right after the typed name
+    assert reason(Replacement(after, after + 2, ", b):", 0.9)) == "undoes the last edit"
+    assert reason(Replacement(TEXT.index("1"), TEXT.index("1") + 1, "w", 0.9)) == "puts back a name the last edit removed"
+    assert reason(good, rejected=[frozenset({("w", "width")})]) == "rejected before"
+    # No grammar: nothing to parse against, the rest still applies.
+    assert drop_reason(TEXT, [Replacement(W, W + 1, "width (", 0.9)], LAST, BEFORE, {"w"}, None, 0.3, set()) is None
+
+
+@pytest.mark.parametrize("raw,field", [
+    ({"textDocument": {"uri": "file:///a.py", "version": "2"}, "position": {"line": 0, "character": 0}},
+     "textDocument.version"),
+    ({"textDocument": {"uri": "file:///a.py", "version": 2}, "position": {"line": -1, "character": 0}},
+     "position.line"),
+    ({"textDocument": {"uri": "file:///a.py", "version": 2}, "position": {"line": 1.0, "character": 0}},
+     "position.line"),
+    ({"textDocument": {"uri": "file:///a.py"}, "position": {"line": 0, "character": 0}}, "textDocument.version"),
+    ({"position": {"line": 0, "character": 0}}, "textDocument"),
+    (None, "params"),
+])
+def test_params_are_checked_strictly(raw, field):
+    with pytest.raises(InvalidParams, match=field):
+        parse(NextEditParams, raw)
+    ok = parse(NextEditParams, {"textDocument": {"uri": "file:///a.py", "version": 2, "extra": 1},
+                                "position": {"line": 3, "character": 4}})
+    assert ok.position.line == 3
+
+
+def test_a_long_file_is_sent_as_a_window_around_the_region():
+    from dllm_engine.protocol import DiffusionParams
+    from dllm_lsp.server.next_edit.pipeline import plan_request
+
+    body = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(2000))
+    at = body.index("def f1000(x)") + len("def f1000(")
+    text = body[:at] + "value" + body[at + 1:]  # `x` -> `value` in f1000
+    request, base, last, removed = plan_request(text, ts_parse(text, PY), PY, [Edit(at, "x", "value")], None, 60,
+                                                DiffusionParams())
+    request.validate()  # offsets, region and the newest edit agree with the window
+    assert len(request.document) < 8000 < len(text) and removed == {"x"}
+    assert request.document[request.edits[-1].offset:].startswith("value")
+    lines = request.document.splitlines(keepends=True)
+    region = "".join(lines[request.region_start_line:request.region_end_line])
+    assert "def f1000(value):\n    return x + 1000\n" in region
+    assert text[base:base + len(request.document)] == request.document
+
+
+def test_doubtful_spans_are_left_out_and_the_rest_stands():
+    sure, doubtful = Replacement(W, W + 1, "width", 0.8), Replacement(0, 3, "len", 0.05)
+    assert confident([sure, doubtful], 0.3) == [sure]
+    assert confident([doubtful], 0.3) == []

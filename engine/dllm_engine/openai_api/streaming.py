@@ -6,8 +6,8 @@ those tokens are final, but their text is not yet all sendable:
 - a byte-level token may end in half a UTF-8 character, which decodes as U+FFFD
   until the next token completes it: trailing U+FFFD is held back;
 - a stop string may begin in the settled text and end in tokens still masked, and
-  the final fill is cut before the first stop: the last `len(longest stop) - 1`
-  characters are held back, and a stop found whole cuts the stream there.
+  the final fill is cut before the first stop: a tail that is the beginning of a
+  stop is held back, and a stop found whole cuts the stream there.
 What is sent is therefore always a prefix of the final text, so the chunks of a fill
 join to exactly the text the same request gets without streaming.
 """
@@ -25,13 +25,12 @@ REPLACEMENT = "\ufffd"  # what a decoder writes for a partial UTF-8 sequence
 def sendable(text: str, stop: tuple[str, ...]) -> str:
     """The longest prefix of settled `text` that no later token can change."""
     text = text.rstrip(REPLACEMENT)
-    if not stop:
-        return text
-    # A stop that starts at or after `horizon` may still be completed by later tokens.
-    horizon = max(0, len(text) - max(len(s) for s in stop) + 1)
     found = [i for i in (text.find(s) for s in stop) if i >= 0]
-    cut = min(found) if found else len(text)
-    return text[: min(cut, horizon)]
+    if found:  # the final fill is cut before the first stop found whole
+        text = text[: min(found)]
+    # A stop may still start in a tail of `text` that is a beginning of it: hold that tail.
+    held = max((k for s in stop for k in range(1, min(len(s), len(text) + 1)) if text.endswith(s[:k])), default=0)
+    return text[: len(text) - held]
 
 
 class FillStream:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
+from .chat_template import find_chat_template
 from .errors import model_not_found
 
 OWNED_BY = "dllm-lsp"
@@ -52,6 +53,7 @@ class ServedModels:
                 "context_window": cfg.max_position_embeddings,
                 "mask_token_id": cfg.mask_token_id,
                 "parameters": cfg.num_params,
+                "chat": find_chat_template(engine.loaded.path) is not None,  # /v1/chat/completions works
             },
         }
 

@@ -13,6 +13,7 @@ from typing import Any, Awaitable, Callable
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from .chat import create_chat_completion
 from .completions import create_completion
 from .models import ServedModels
 
@@ -37,10 +38,14 @@ def openai_routes(api: Api) -> list[tuple[str, Callable, list[str]]]:
     async def completions(request: Request):
         return await create_completion(request, api)
 
+    async def chat(request: Request):
+        return await create_chat_completion(request, api)
+
     return [
         ("/v1/models", list_models, ["GET"]),
         # Hub ids hold a slash (`inclusionAI/LLaDA-8B`): the path converter keeps it.
         ("/v1/models/{model:path}", get_model, ["GET"]),
         ("/v1/completions", completions, ["POST"]),
         ("/v1/fim/completions", completions, ["POST"]),  # Inception's FIM route: the same body
+        ("/v1/chat/completions", chat, ["POST"]),
     ]

@@ -15,6 +15,7 @@ from starlette.responses import JSONResponse
 
 from .chat import create_chat_completion
 from .completions import create_completion
+from .edit import create_edit_completion
 from .models import ServedModels
 
 
@@ -24,6 +25,9 @@ class Api:
     ready_engine: Callable[[], Any]  # the engine, or NotReady (503)
     wait: Callable[[Request, Any], Awaitable[Any]]  # a handle's result; cancelled if the client goes away
     models: ServedModels
+    # The next-edit engine request (issue 14): (request, engine, NextEditPrompt, EditBody) -> the
+    # rewritten editable region. None until it exists: the next-edit format is then a 501.
+    next_edit: Callable[..., Awaitable[str]] | None = None
 
 
 def openai_routes(api: Api) -> list[tuple[str, Callable, list[str]]]:
@@ -41,6 +45,9 @@ def openai_routes(api: Api) -> list[tuple[str, Callable, list[str]]]:
     async def chat(request: Request):
         return await create_chat_completion(request, api)
 
+    async def edit(request: Request):
+        return await create_edit_completion(request, api)
+
     return [
         ("/v1/models", list_models, ["GET"]),
         # Hub ids hold a slash (`inclusionAI/LLaDA-8B`): the path converter keeps it.
@@ -48,4 +55,5 @@ def openai_routes(api: Api) -> list[tuple[str, Callable, list[str]]]:
         ("/v1/completions", completions, ["POST"]),
         ("/v1/fim/completions", completions, ["POST"]),  # Inception's FIM route: the same body
         ("/v1/chat/completions", chat, ["POST"]),
+        ("/v1/edit/completions", edit, ["POST"]),
     ]

@@ -152,3 +152,11 @@ class ChatBody(_Sampling):
 
 
 DEFAULT_CHAT_TOKENS = 256  # OpenAI's chat default is "until done": ours must be a canvas length
+
+
+class EditBody(_OpenAIBody):
+    """POST /v1/edit/completions: one user message in a Mercury Edit format (edit.py)."""
+
+    model: str | None = None
+    messages: Annotated[list[ChatMessage], Field(min_length=1, max_length=16)]
+    stream: bool | None = None

@@ -6,11 +6,14 @@ what an editor plugin or a script sees when it changes only its base URL.
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 import socket
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import httpx
 import openai
@@ -169,3 +172,21 @@ def test_a_client_that_leaves_mid_stream_cancels_the_request(base_url):
                 break
             time.sleep(0.1)
         assert m["requests_cancelled"] == before + 1 and m["active_canvases"] == 0
+
+
+NODE_CLIENT = Path(__file__).parent / "openai_node"
+
+
+@pytest.mark.skipif(shutil.which("npm") is None, reason="npm not installed")
+def test_the_openai_npm_package_streams_fim(base_url):
+    """The official `openai` npm package (pinned in openai_node/package-lock.json), driven by node."""
+    if not (NODE_CLIENT / "node_modules" / "openai").is_dir():
+        subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=NODE_CLIENT, check=True, capture_output=True,
+                       timeout=300)
+    out = subprocess.run(["node", "fim_stream.mjs"], cwd=NODE_CLIENT, capture_output=True, text=True, timeout=120,
+                         env={**os.environ, "DAEMON_URL": base_url + "/v1", "DAEMON_TOKEN": TOKEN})
+    assert out.returncode == 0, out.stderr
+    got = json.loads(out.stdout)
+    assert got["models"] == ["dllm-lsp-small", "mercury-edit-2"]
+    assert "".join(got["chunks"]) == got["text"] and len(got["chunks"]) >= 2 and got["tokens"] >= 32
+    assert got["error"]["name"] == "BadRequestError" and got["error"]["param"] == "max_tokens"

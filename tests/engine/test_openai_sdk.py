@@ -190,3 +190,17 @@ def test_the_openai_npm_package_streams_fim(base_url):
     assert got["models"] == ["dllm-lsp-small", "mercury-edit-2"]
     assert "".join(got["chunks"]) == got["text"] and len(got["chunks"]) >= 2 and got["tokens"] >= 32
     assert got["error"]["name"] == "BadRequestError" and got["error"]["param"] == "max_tokens"
+
+
+def test_litellm_text_completion_and_its_inception_route(base_url, monkeypatch):
+    """LiteLLM's OpenAI text-completion route, and the Inception FIM route it ships (which
+    posts to <api_base>/fim/completions), pointed at the daemon."""
+    monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # offline: no cost map download
+    litellm = pytest.importorskip("litellm")
+    kw = dict(api_base=base_url + "/v1", api_key=TOKEN, prompt=PROMPT, max_tokens=16)
+    r = litellm.text_completion(model="text-completion-openai/gpt-3.5-turbo-instruct", **kw)
+    assert isinstance(r.choices[0].text, str) and r.usage.completion_tokens <= 16
+    r = litellm.text_completion(model="text-completion-inception/mercury-edit-2", suffix=SUFFIX, **kw)
+    assert isinstance(r.choices[0].text, str) and 0 < r.usage.completion_tokens <= 16
+    with pytest.raises(litellm.exceptions.BadRequestError, match="max_tokens"):
+        litellm.text_completion(model="text-completion-inception/mercury-edit-2", **{**kw, "max_tokens": -3})

@@ -260,3 +260,35 @@ def test_a_body_that_never_arrives_is_408(tmp_path):
         thread.join(10)
         sock.close()
     assert not engine.seen
+
+
+def test_openai_bodies_become_the_right_holes(client):
+    """n copies per prompt, in OpenAI's order; Continue's "<|endoftext|>" suffix means none (issue 13)."""
+    r = client.post("/v1/completions", json={"prompt": ["a", "b"], "n": 2, "suffix": "<|endoftext|>",
+                                             "max_tokens": 8, "stop": ["\n\n"], "temperature": 0.5, "seed": 3,
+                                             "presence_penalty": 1.5, "user": "me"})
+    assert r.status_code == 200, r.text
+    req = client.engine.seen[-1]
+    assert [(h.prefix, h.suffix, h.stop) for h in req.holes] == [("a", "", ("\n\n",))] * 2 + [("b", "", ("\n\n",))] * 2
+    assert (req.params.temperature, req.params.seed, req.params.remask_below) == (0.5, 3, 0.0)
+    assert [c["index"] for c in r.json()["choices"]] == [0, 1, 2, 3]
+    r = client.post("/v1/completions", json={"prompt": "x", "max_tokens": 1025})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "max_tokens"
+    r = client.get("/v1/nope")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_url"
+    r = client.get("/v1/completions")
+    assert r.status_code == 405 and r.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_a_bug_is_a_500_whose_request_id_is_in_the_body_and_the_log(client, caplog):
+    def broken(request, **kw):
+        raise TypeError("a bug")
+
+    client.engine.submit = broken
+    with caplog.at_level("ERROR", logger="dllm_engine.daemon"):
+        r = client.post("/v1/completions", json={"prompt": "x"})
+    assert r.status_code == 500
+    error = r.json()["error"]
+    assert error["type"] == "server_error" and error["code"] == "internal_error" and "TypeError" in error["message"]
+    request_id = error["message"].split("request id ")[1].split(")")[0]
+    assert any(request_id in rec.getMessage() for rec in caplog.records)

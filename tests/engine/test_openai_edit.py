@@ -93,6 +93,11 @@ def test_the_edit_endpoint_applies_and_refuses_clearly(client):
     assert r["object"] == "chat.completion" and r["model"] == "mercury-edit-2"
     # The tags sit on lines of their own and take the line break before them, as in the next-edit format.
     assert r["choices"][0]["message"]["content"] == merged.rstrip("\n")
+    # Continue's Inception provider posts apply-edit to /v1/apply/completions, streamed.
+    chunks = list(client.post("/apply/completions", cast_to=object, stream=True,
+                              stream_cls=openai.Stream[object],
+                              body={"messages": [{"role": "user", "content": content}], "stream": True}))
+    assert [c["choices"][0]["delta"]["content"] for c in chunks] == [merged.rstrip("\n")]
     with pytest.raises(openai.BadRequestError, match="neither edit format"):
         client.post("/edit/completions", cast_to=object, body={"messages": [{"role": "user", "content": "hi"}]})
     with pytest.raises(openai.APIStatusError) as err:  # next edit: parsed, then its engine request is missing

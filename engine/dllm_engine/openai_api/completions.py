@@ -21,6 +21,9 @@ from .schemas import CompletionBody
 from .streaming import DONE, FillStream, sse
 
 MAX_HOLES = 256  # the engine's limit per request
+# Continue's Inception provider sends this as the suffix when there is none (core/llm/llms/Inception.ts):
+# as text it would be context; it means "nothing after the hole".
+EMPTY_SUFFIX_MARKERS = ("<|endoftext|>",)
 
 
 def sampling_params(body) -> DiffusionParams:
@@ -37,7 +40,8 @@ def completion_request(body: CompletionBody) -> InfillRequest:
     n = body.choices_per_prompt
     if len(body.prompts) * n > MAX_HOLES:
         raise ProtocolError(f"n x prompts is {len(body.prompts) * n}; at most {MAX_HOLES} fills per request")
-    holes = [Hole(prefix=p, suffix=body.suffix or "", stop=body.stops, max_tokens=body.fill_tokens)
+    suffix = "" if (body.suffix or "").strip() in EMPTY_SUFFIX_MARKERS else body.suffix or ""
+    holes = [Hole(prefix=p, suffix=suffix, stop=body.stops, max_tokens=body.fill_tokens)
              for p in body.prompts for _ in range(n)]
     req = InfillRequest(holes=holes, params=sampling_params(body))
     req.validate()

@@ -56,4 +56,6 @@ def openai_routes(api: Api) -> list[tuple[str, Callable, list[str]]]:
         ("/v1/fim/completions", completions, ["POST"]),  # Inception's FIM route: the same body
         ("/v1/chat/completions", chat, ["POST"]),
         ("/v1/edit/completions", edit, ["POST"]),
+        # Continue's Inception provider sends apply-edit here (core/llm/llms/Inception.ts).
+        ("/v1/apply/completions", edit, ["POST"]),
     ]

@@ -28,6 +28,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="refuse request bodies over this many MiB with HTTP 413 (default 4)")
     serve.add_argument("--header-timeout", type=float, default=10.0,
                        help="close a connection whose request headers take longer than this many seconds (HTTP 408)")
+    serve.add_argument("--served-model-name", action="append", default=[], metavar="NAME",
+                       help="a name /v1/models lists for the model (repeatable); clients may ask for any name")
+    serve.add_argument("--strict-model-names", action="store_true",
+                       help="answer a `model` that is neither the model's own name nor a --served-model-name with 404")
     serve.add_argument("-v", "--verbose", action="store_true")
     serve.set_defaults(func=run_serve)
     parser.set_defaults(func=lambda args: parser.print_help(sys.stderr) or 2)
@@ -38,6 +42,7 @@ def run_serve(args: argparse.Namespace) -> int:
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from dllm_engine.clients import default_socket_path
     from dllm_engine.daemon import serve
+    from dllm_engine.openai_api.models import ServedModels
 
     def factory():
         from dllm_engine.engine import Engine, EngineConfig
@@ -48,4 +53,5 @@ def run_serve(args: argparse.Namespace) -> int:
     tcp = args.host is not None or args.port is not None
     socket_path = None if tcp else (args.socket or default_socket_path())
     return serve(factory, socket_path, args.host, args.port, args.token, args.idle_exit,
-                 max_body_bytes=int(args.max_body_mb * 2**20), header_timeout_s=args.header_timeout)
+                 max_body_bytes=int(args.max_body_mb * 2**20), header_timeout_s=args.header_timeout,
+                 models=ServedModels(aliases=tuple(args.served_model_name), strict=args.strict_model_names))

@@ -325,7 +325,7 @@ async def _read_sse(response: httpx.Response, on_event: EventCallback) -> Infill
             elif event == "result":
                 return InfillResult.from_dict(payload)
             elif event == "error":
-                _raise_error(payload.get("status", 500), payload.get("error", "engine error"))
+                _raise_error(payload.get("status", 500), *_error_parts(payload))
             event, data = None, []
     raise EngineUnavailable("engine closed the stream without a result")
 
@@ -338,13 +338,22 @@ def _checked(r: httpx.Response) -> dict[str, Any]:
     if not isinstance(payload, dict):
         payload = {"error": str(payload)}
     if r.status_code >= 400:
-        message = payload.get("error") or payload.get("status") or r.text or f"HTTP {r.status_code}"
-        _raise_error(r.status_code, str(message))
+        message, code = _error_parts(payload)
+        _raise_error(r.status_code, message or r.text or f"HTTP {r.status_code}", code)
     return payload
 
 
-def _raise_error(status: int, message: str):
-    if status == 503 and message in ("loading", "model loading"):
+def _error_parts(payload: dict[str, Any]) -> tuple[str, str | None]:
+    """(message, code) from OpenAI's error object `{"error": {"message", "code", ...}}`, which
+    the daemon sends, or from the bare `{"error": "text"}` of older daemons and other servers."""
+    error = payload.get("error")
+    if isinstance(error, dict):
+        return str(error.get("message") or ""), error.get("code")
+    return str(error or payload.get("status") or ""), None
+
+
+def _raise_error(status: int, message: str, code: str | None = None):
+    if status == 503 and (code == "model_loading" or message in ("loading", "model loading")):
         raise EngineUnavailable("engine is still loading its model")
     if status == 429 or status == 503 and "busy" in message:
         raise EngineBusy(message)

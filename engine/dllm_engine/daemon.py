@@ -5,7 +5,8 @@ asked and then only with a bearer token. Endpoints:
 
 - POST /v1/infill       native: several holes, diffusion parameters, per-pass stats;
                         `"stream": true` sends server-sent events (`canvas`, then `result`)
-- POST /v1/completions  OpenAI-compatible fill-in-the-middle (`prompt` + `suffix`)
+- /v1/completions, /v1/fim/completions, /v1/chat/completions, /v1/edit/completions, /v1/models:
+                        OpenAI- and Inception-compatible (openai_api/; docs/api.md)
 - POST /v1/score        token-by-token likelihood of existing code (for diagnostics)
 - POST /v1/next_edit    the edit the user will make next (next_edit/request.py)
 - GET  /health          200 when ready, 503 while the model loads
@@ -15,7 +16,8 @@ asked and then only with a bearer token. Endpoints:
 A client that disconnects has its request cancelled in the engine. Bodies are
 checked at the boundary (`http_schemas.py`): a bad one gets 400 naming the field,
 one over `max_body_bytes` gets 413 before it is read whole, a full queue 429
-with `Retry-After`; a 5xx means a bug, and still carries a JSON error.
+with `Retry-After`; a 500 means a bug. Every error, on every route, is OpenAI's
+error object (`openai_api/errors.py`).
 """
 
 from __future__ import annotations
@@ -33,15 +35,21 @@ from pathlib import Path
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from . import prometheus
-from .http_schemas import CompletionBody, InfillBody, ScoreBody, parse_body
+from .http_schemas import InfillBody, ScoreBody, parse_body
 from .model_config import CheckpointError
+from .openai_api.errors import (BodyTimeout, BodyTooLarge, NotReady, answer_for, error_body, error_response,
+                                from_exception, http_exception, internal, unauthorized)
+from .openai_api.models import ServedModels
+from .openai_api.next_edit_seam import serve_next_edit
+from .openai_api.routes import Api, openai_routes
 from .prompt_budget import TRIM_PARAM, fit_request, wants_trim
-from .protocol import EngineBusy, InfillRequest, ProtocolError, RequestCancelled
+from .protocol import InfillRequest, ProtocolError, RequestCancelled
 from .socket_security import UnsafeSocket, check_stale_path, ensure_private_dir
 
 log = logging.getLogger("dllm_engine.daemon")
@@ -49,18 +57,9 @@ log = logging.getLogger("dllm_engine.daemon")
 # One limit for every body (native and OpenAI endpoints): a 100 MB prompt once took
 # the daemon from 0.7 to 10 GB. 4 MiB is far more context than any model's window.
 DEFAULT_MAX_BODY_BYTES = 4 * 2**20
-RETRY_AFTER_S = 1  # what a full queue tells the client to wait
 STOP_GRACE_S = 1  # on SIGTERM: how long in-flight requests and the engine get to stop
 # A client that sends its headers and then goes silent was held for as long as it liked.
 DEFAULT_BODY_TIMEOUT_S = 10.0
-
-
-class BodyTooLarge(ProtocolError):
-    """A body over the daemon's limit (HTTP 413)."""
-
-
-class BodyTimeout(ProtocolError):
-    """A body that did not arrive in time (HTTP 408)."""
 
 
 class EngineHost:
@@ -89,25 +88,6 @@ class EngineHost:
             # The idle clock starts once loading ends, either way: a broken daemon
             # stays up for its idle period so clients can read why from /health.
             self.last_activity = time.monotonic()
-
-
-def _error(status: int, message: str) -> JSONResponse:
-    headers = {"Retry-After": str(RETRY_AFTER_S)} if status == 429 else None
-    return JSONResponse({"error": message, "status": status}, status_code=status, headers=headers)
-
-
-def _status_for(exc: Exception) -> int:
-    if isinstance(exc, BodyTooLarge):
-        return 413
-    if isinstance(exc, BodyTimeout):
-        return 408
-    if isinstance(exc, ProtocolError):
-        return 400
-    if isinstance(exc, EngineBusy):
-        return 429
-    if isinstance(exc, RequestCancelled):
-        return 499
-    return 500
 
 
 async def _read_body(request: Request, limit: int, timeout_s: float) -> bytes:
@@ -155,7 +135,7 @@ async def _await_or_cancel(request: Request, handle) -> Any:
 
 
 def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-              body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S) -> Starlette:
+              body_timeout_s: float = DEFAULT_BODY_TIMEOUT_S, models: ServedModels | None = None) -> Starlette:
     expected = f"Bearer {token}".encode() if token else b""
 
     async def body(request: Request, schema):
@@ -163,7 +143,7 @@ def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = 
 
     def ready_engine():
         if host.engine is None:
-            raise _NotReady(host.error or "model loading")
+            raise NotReady(host.error or "model loading", failed=host.error is not None)
         return host.engine
 
     def authorized(request: Request) -> bool:
@@ -175,18 +155,13 @@ def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = 
 
     async def guarded(request: Request, handler) -> Response:
         if not authorized(request):
-            return _error(401, "missing or wrong bearer token")
+            return error_response(unauthorized())
         host.last_activity = time.monotonic()
         host.in_flight += 1
         try:
             return await handler(request)
-        except _NotReady as exc:
-            return _error(503, str(exc))
-        except (ProtocolError, EngineBusy, RequestCancelled) as exc:
-            return _error(_status_for(exc), str(exc))
-        except Exception as exc:  # a bug: logged, and the client still reads a JSON error
-            log.exception("%s %s failed", request.method, request.url.path)
-            return _error(500, f"internal error: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # a refusal (4xx) or, logged with a request id, a bug (500)
+            return answer_for(exc, f"{request.method} {request.url.path}")
         finally:
             host.in_flight -= 1
             host.last_activity = time.monotonic()
@@ -226,27 +201,9 @@ def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = 
             raise
         return JSONResponse(result.to_dict())
 
-    async def completions(request: Request) -> Response:
-        req = await fitted(request, (await body(request, CompletionBody)).build())
-        engine = ready_engine()
-        handle = engine.submit(req)
-        result = await _await_or_cancel(request, handle)
-        hole = result.holes[0]
-        prompt_tokens = result.context_tokens
-        return JSONResponse({
-            "id": f"cmpl-{req.request_id}",
-            "object": "text_completion",
-            "created": int(time.time()),
-            "model": result.model,
-            "choices": [{"index": 0, "text": hole.text, "logprobs": None,
-                         "finish_reason": "length" if hole.finish_reason == "max_tokens" else "stop"}],
-            "usage": {"prompt_tokens": prompt_tokens, "completion_tokens": hole.tokens,
-                      "total_tokens": prompt_tokens + hole.tokens},
-        })
-
     async def health(request: Request) -> Response:
         if not authorized(request):
-            return _error(401, "missing or wrong bearer token")
+            return error_response(unauthorized())
         if host.engine is None:
             state = "error" if host.error else "loading"
             return JSONResponse({"status": state, "error": host.error}, status_code=503)
@@ -264,19 +221,17 @@ def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = 
 
         return run
 
+    api = Api(body=body, ready_engine=ready_engine, wait=_await_or_cancel, models=models or ServedModels(),
+              fit=fitted, next_edit=serve_next_edit)
     routes = [
         Route("/v1/infill", endpoint(infill), methods=["POST"]),
-        Route("/v1/completions", endpoint(completions), methods=["POST"]),
         Route("/v1/score", endpoint(score), methods=["POST"]),
         Route("/v1/next_edit", endpoint(next_edit), methods=["POST"]),
         Route("/health", health, methods=["GET"]),
         Route("/metrics", endpoint(metrics), methods=["GET"]),
+        *(Route(path, endpoint(handler), methods=methods) for path, handler, methods in openai_routes(api)),
     ]
-    return Starlette(routes=routes)
-
-
-class _NotReady(RuntimeError):
-    pass
+    return Starlette(routes=routes, exception_handlers={HTTPException: http_exception})
 
 
 def _sse(event: str, payload: dict) -> bytes:
@@ -304,7 +259,8 @@ def _stream(request: Request, engine, req: InfillRequest) -> StreamingResponse:
                 if exc is None:
                     yield _sse("result", handle.future.result().to_dict())
                 else:
-                    yield _sse("error", {"error": str(exc), "status": _status_for(exc)})
+                    err = from_exception(exc) or internal(exc, "streamed infill")
+                    yield _sse("error", {**error_body(err), "status": err.status})
                 return
         finally:
             if not handle.future.done():
@@ -344,7 +300,7 @@ def bind_unix_socket(path: Path) -> socket.socket:
 
 def serve(engine_factory, socket_path: Path | None, host: str | None, port: int | None,
           token: str | None, idle_exit_s: float | None, max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-          header_timeout_s: float | None = None) -> int:
+          header_timeout_s: float | None = None, models: ServedModels | None = None) -> int:
     import uvicorn
 
     from .header_deadline import DEFAULT_HEADER_TIMEOUT_S, header_deadline_protocol
@@ -353,7 +309,7 @@ def serve(engine_factory, socket_path: Path | None, host: str | None, port: int 
         raise SystemExit("refusing to listen on TCP without --token (or DLLM_LSP_TOKEN)")
     engine_host = EngineHost(engine_factory)
     engine_host.start()
-    app = build_app(engine_host, token, max_body_bytes)
+    app = build_app(engine_host, token, max_body_bytes, models=models)
     sockets = [bind_unix_socket(socket_path)] if socket_path is not None else None
     # SIGTERM must stop the daemon in a second or two: in-flight requests get STOP_GRACE_S
     # to finish (uvicorn waits for them forever by default), then they are cancelled.

@@ -40,6 +40,7 @@ from .protocol import (
     RequestCancelled,
     ScoreRequest,
     ScoreResult,
+    SettledText,
 )
 from .scoring import score_span
 from .families.defaults import DEFAULTS, defaults_for
@@ -182,9 +183,12 @@ class Engine:
     def model_name(self) -> str:
         return self.loaded.name
 
-    def submit(self, request: InfillRequest, on_event=None) -> RequestHandle:
+    def submit(self, request: InfillRequest, on_event=None, on_settled=None) -> RequestHandle:
+        """`on_event(CanvasEvent)`: each intermediate canvas (when `request.stream`);
+        `on_settled(SettledText)`: each hole's settled run after every pass but its last
+        (token streaming; final only with `remask_below` 0). Both run on the engine thread."""
         request.validate()
-        state = RequestState(request=request, future=Future(), on_event=on_event)
+        state = RequestState(request=request, future=Future(), on_event=on_event, on_settled=on_settled)
         with self._cond:
             if self._stopping:
                 raise RuntimeError("engine is shut down")
@@ -390,6 +394,7 @@ class Engine:
 
     def _finish_early(self, state: RequestState, now: float) -> None:
         if state.cancelled.is_set():
+            self.metrics.request_cancelled()
             self._fail(state, RequestCancelled(f"request {state.request.request_id} cancelled"))
             return
         for active in [a for a in self.scheduler.active if a.state is state]:
@@ -508,8 +513,11 @@ class Engine:
             forget_rewritten(a, new_canvases[row, :n])
             if reason:
                 finished.append((a, reason))
-            elif a.state.on_event is not None:
+                continue
+            if a.state.on_event is not None:
                 self._emit(a)
+            if a.state.on_settled is not None:
+                self._emit_settled(a)
         return finished
 
     def _accept_drafts(self, drafts, draft_logits, checked, window, commit, new_canvases) -> None:
@@ -571,6 +579,15 @@ class Engine:
             a.state.on_event(CanvasEvent(a.state.request.request_id, a.index, a.passes, text, masked))
         except Exception:  # a broken listener must not break the engine
             log.exception("canvas event listener failed")
+
+    def _emit_settled(self, a: ActiveHole) -> None:
+        ids = fill_tokens(a, self.special)
+        event = SettledText(a.state.request.request_id, a.index, a.passes, ids,
+                            self._visible(self.tokenizer.decode(ids), a))
+        try:
+            a.state.on_settled(event)
+        except Exception:  # a broken listener must not break the engine
+            log.exception("settled-text listener failed")
 
     def _finish_hole(self, a: ActiveHole, reason: str) -> None:
         tokens = fill_tokens(a, self.special)

@@ -33,6 +33,14 @@ from .protocol import (
 MAX_ERRORS_SHOWN = 3
 
 
+class FieldError(ProtocolError):
+    """A body field that failed validation; `param` names it (OpenAI's error `param`)."""
+
+    def __init__(self, message: str, param: str | None) -> None:
+        super().__init__(message)
+        self.param = param
+
+
 def _whole_text(value: Any) -> Any:
     """JSON allows a lone UTF-16 surrogate (half an emoji); no tokenizer can encode one.
     Checked before pydantic's own str checks, which would say only "not a valid string"."""
@@ -115,43 +123,6 @@ class ScoreBody(_Body):
         return req
 
 
-class CompletionBody(_Body):
-    """POST /v1/completions, OpenAI's fill-in-the-middle shape.
-
-    Unknown fields are ignored, not refused: OpenAI clients send many we have no
-    use for (`model`, `echo`, `logprobs`, `user`...). `null` means the default,
-    as OpenAI's API reads it.
-    """
-
-    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
-
-    prompt: Text | Annotated[list[Text], Field(min_length=1, max_length=1)]
-    suffix: Text | None = None
-    max_tokens: int | None = Field(None, ge=1, le=1024)
-    temperature: float | None = Field(None, ge=0.0, le=10.0)
-    top_p: float | None = Field(None, gt=0.0, le=1.0)
-    seed: Seed | None = None
-    stop: StopText | Annotated[list[StopText], Field(max_length=8)] | None = None
-    n: int | None = Field(None, ge=1, le=1)
-    stream: bool | None = None
-
-    def build(self) -> InfillRequest:
-        if self.stream:
-            raise ProtocolError("stream: not supported on /v1/completions; use /v1/infill to stream")
-        prompt = self.prompt if isinstance(self.prompt, str) else self.prompt[0]
-        stop = (self.stop,) if isinstance(self.stop, str) else tuple(self.stop or ())
-        hole = Hole(prefix=prompt, suffix=self.suffix or "", stop=stop,
-                    max_tokens=Hole.max_tokens if self.max_tokens is None else self.max_tokens)
-        params = DiffusionParams(
-            temperature=DiffusionParams.temperature if self.temperature is None else self.temperature,
-            top_p=DiffusionParams.top_p if self.top_p is None else self.top_p,
-            seed=DiffusionParams.seed if self.seed is None else self.seed,
-        )
-        req = InfillRequest(holes=[hole], params=params)
-        req.validate()
-        return req
-
-
 Body = TypeVar("Body", bound=_Body)
 
 
@@ -172,9 +143,16 @@ def parse_body(schema: type[Body], raw: bytes) -> Body:
     try:
         return schema.model_validate(data)
     except ValidationError as exc:
-        raise ProtocolError(describe(exc)) from None
+        raise FieldError(describe(exc), first_field(exc)) from None
     except RecursionError:  # deep nesting inside a field
         raise ProtocolError("request body nests too deeply") from None
+
+
+def first_field(exc: ValidationError) -> str | None:
+    """The dotted path of the first failing field (`holes.0.max_tokens`), None for the body itself."""
+    errors = exc.errors(include_url=False, include_input=False)
+    loc = errors[0]["loc"] if errors else ()
+    return ".".join(str(p) for p in loc) or None
 
 
 def describe(exc: ValidationError) -> str:

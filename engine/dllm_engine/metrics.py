@@ -16,6 +16,7 @@ class EngineMetrics:
         self.tokens_committed = 0
         self.pass_seconds = 0.0
         self.requests_done = 0
+        self.requests_cancelled = 0  # by their caller: a client that went away mid-request
         self.context_tokens_encoded = 0
         self._recent = deque()  # (time, tokens) of recent passes, for passes/s
         self._window_s = window_s
@@ -39,6 +40,10 @@ class EngineMetrics:
         with self._lock:
             self.requests_done += 1
 
+    def request_cancelled(self) -> None:
+        with self._lock:
+            self.requests_cancelled += 1
+
     def snapshot(self, queue_depth: int, active: int, cache) -> dict:
         with self._lock:
             span = max(1e-9, min(self._window_s, time.monotonic() - self.started))
@@ -50,6 +55,7 @@ class EngineMetrics:
                 "tokens_per_pass": round(self.tokens_committed / self.canvases_run, 3) if self.canvases_run else 0.0,
                 "mean_pass_ms": round(1000 * self.pass_seconds / self.passes, 3) if self.passes else 0.0,
                 "requests_done": self.requests_done,
+                "requests_cancelled": self.requests_cancelled,
                 "context_tokens_encoded": self.context_tokens_encoded,
                 "cache_hit_rate": round(cache.stats.hit_rate, 4),
                 "cache_entries": len(cache),

@@ -215,6 +215,20 @@ class CanvasEvent:
     masked: int
 
 
+@dataclass
+class SettledText:
+    """A hole's settled run after a pass (the streaming hook, `Engine.submit(on_settled=)`):
+    the committed tokens from the hole's start up to its first still-masked slot, and
+    their text as the fill will show it (healing undone). With re-masking off these
+    tokens never change again; the text may still end in half a UTF-8 character."""
+
+    request_id: str
+    hole: int
+    step: int
+    ids: list[int]
+    text: str
+
+
 MASK_GLYPH = "\u2591"  # light shade: how a still-masked slot is shown in a streamed canvas
 
 

@@ -18,7 +18,7 @@ from typing import Callable
 
 import torch
 
-from .protocol import CanvasEvent, EngineBusy, HoleResult, InfillRequest
+from .protocol import CanvasEvent, EngineBusy, HoleResult, InfillRequest, SettledText
 from .runner import EncodedContext
 
 INTERACTIVE_EXTRA_SLOTS = 8
@@ -29,6 +29,7 @@ class RequestState:
     request: InfillRequest
     future: Future
     on_event: Callable[[CanvasEvent], None] | None
+    on_settled: Callable[[SettledText], None] | None = None
     submitted: float = field(default_factory=time.monotonic)
     started: float | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)

@@ -94,7 +94,7 @@ def test_bad_requests_get_4xx(daemon, body, fragment):
     with http(daemon) as c:
         r = c.post("/v1/infill", json=body)
         assert 400 <= r.status_code < 500, r.text
-        assert fragment in r.json()["error"]
+        assert fragment in r.json()["error"]["message"]
 
 
 async def test_a_bad_request_among_good_ones_fails_alone(daemon):
@@ -110,7 +110,7 @@ async def test_a_bad_request_among_good_ones_fails_alone(daemon):
     for body in bad:
         good = [{"holes": [{"prefix": f"def f{i}(x):\n    return ", "max_tokens": 8}]} for i in range(4)]
         responses = await asyncio.wait_for(asyncio.gather(*(post(b) for b in [body, *good])), 60)
-        assert responses[0].status_code == 400 and "holes.0." in responses[0].json()["error"]
+        assert responses[0].status_code == 400 and "holes.0." in responses[0].json()["error"]["message"]
         assert [r.status_code for r in responses[1:]] == [200] * 4
 
 

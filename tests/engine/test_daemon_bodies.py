@@ -16,7 +16,8 @@ from starlette.testclient import TestClient
 
 from dllm_engine.clients import _checked
 from dllm_engine.daemon import EngineHost, build_app
-from dllm_engine.http_schemas import CompletionBody, HoleBody, InfillBody, ParamsBody, ScoreBody
+from dllm_engine.openai_api.schemas import CompletionBody
+from dllm_engine.http_schemas import HoleBody, InfillBody, ParamsBody, ScoreBody
 from dllm_engine.protocol import (
     DiffusionParams,
     EngineBusy,
@@ -31,6 +32,8 @@ from dllm_engine.protocol import (
 
 class FakeEngine:
     """Answers every request at once with an empty fill; records what reached it."""
+
+    model_name = "fake"
 
     def __init__(self) -> None:
         self.seen: list[InfillRequest] = []
@@ -92,7 +95,7 @@ def post_raw(client: TestClient, path: str, raw: str | bytes):
 def test_bad_infill_bodies_are_400_naming_the_field(client, body, field):
     r = client.post("/v1/infill", json=body)
     assert r.status_code == 400, r.text
-    assert field in r.json()["error"]
+    assert field in r.json()["error"]["message"]
     assert not client.engine.seen
 
 
@@ -106,7 +109,7 @@ def test_bad_infill_bodies_are_400_naming_the_field(client, body, field):
 def test_lone_surrogates_are_400_naming_the_field(client, path, raw, field):
     r = post_raw(client, path, raw)
     assert r.status_code == 400, r.text
-    assert field in r.json()["error"] and "surrogate" in r.json()["error"]
+    assert field in r.json()["error"]["message"] and "surrogate" in r.json()["error"]["message"]
 
 
 @pytest.mark.parametrize("body,field", [
@@ -115,15 +118,18 @@ def test_lone_surrogates_are_400_naming_the_field(client, path, raw, field):
     ({"prompt": "x", "max_tokens": True}, "max_tokens"),
     ({"prompt": "x", "temperature": "hot"}, "temperature"),
     ({"prompt": "x", "stop": {"a": 1}}, "stop"),
-    ({"prompt": "x", "n": 2}, "n"),
-    ({"prompt": "x", "stream": True}, "stream"),
-    ({"prompt": ["a", "b"]}, "prompt"),
+    ({"prompt": "x", "max_tokens": -1}, "max_tokens"),
+    ({"prompt": "x", "n": 0}, "n"),
+    ({"prompt": "x", "stream": 1}, "stream"),
+    ({"prompt": [1, 2]}, "prompt"),
+    ({"prompt": "x", "echo": True}, "echo"),
+    ({"prompt": "x", "logprobs": 1}, "logprobs"),
     ({"suffix": "x"}, "prompt"),
 ])
 def test_bad_completion_bodies_are_400(client, body, field):
     r = client.post("/v1/completions", json=body)
     assert r.status_code == 400, r.text
-    assert field in r.json()["error"]
+    assert field in r.json()["error"]["message"]
 
 
 @pytest.mark.parametrize("body,field", [
@@ -134,7 +140,7 @@ def test_bad_completion_bodies_are_400(client, body, field):
 def test_bad_score_bodies_are_400(client, body, field):
     r = client.post("/v1/score", json=body)
     assert r.status_code == 400, r.text
-    assert field in r.json()["error"]
+    assert field in r.json()["error"]["message"]
 
 
 def test_good_bodies_keep_the_protocol_defaults(client):
@@ -168,7 +174,7 @@ def test_schemas_cover_every_protocol_field():
 def test_deep_json_is_400(path):
     client, _ = make_client(max_body_bytes=2**20)
     r = post_raw(client, path, "[" * 100_000 + "]" * 100_000)
-    assert r.status_code == 400 and "deep" in r.json()["error"]
+    assert r.status_code == 400 and "deep" in r.json()["error"]["message"]
     r = post_raw(client, path, '{"prompt": "x", "prefix": "", "span": "x", "holes": ' + "[" * 5000 + "]" * 5000 + "}")
     assert r.status_code == 400
 
@@ -176,7 +182,7 @@ def test_deep_json_is_400(path):
 def test_bodies_over_the_limit_are_413_before_they_are_read(client):
     big = json.dumps({"holes": [{"prefix": "x" * 5000}]}).encode()
     r = post_raw(client, "/v1/infill", big)
-    assert r.status_code == 413 and "limit" in r.json()["error"]
+    assert r.status_code == 413 and "limit" in r.json()["error"]["message"]
     # Without a Content-Length (chunked), it is cut off while it streams in.
     r = client.post("/v1/infill", content=(big[i:i + 1000] for i in range(0, len(big), 1000)))
     assert r.status_code == 413
@@ -280,3 +286,35 @@ def test_a_client_gone_before_its_body_is_read_is_499_not_a_logged_500(caplog):
     assert sent[0]["status"] == 499
     assert not [r for r in caplog.records if r.levelname == "ERROR"], caplog.text
     assert not engine.seen
+
+
+def test_openai_bodies_become_the_right_holes(client):
+    """n copies per prompt, in OpenAI's order; Continue's "<|endoftext|>" suffix means none (issue 13)."""
+    r = client.post("/v1/completions", json={"prompt": ["a", "b"], "n": 2, "suffix": "<|endoftext|>",
+                                             "max_tokens": 8, "stop": ["\n\n"], "temperature": 0.5, "seed": 3,
+                                             "presence_penalty": 1.5, "user": "me"})
+    assert r.status_code == 200, r.text
+    req = client.engine.seen[-1]
+    assert [(h.prefix, h.suffix, h.stop) for h in req.holes] == [("a", "", ("\n\n",))] * 2 + [("b", "", ("\n\n",))] * 2
+    assert (req.params.temperature, req.params.seed, req.params.remask_below) == (0.5, 3, 0.0)
+    assert [c["index"] for c in r.json()["choices"]] == [0, 1, 2, 3]
+    r = client.post("/v1/completions", json={"prompt": "x", "max_tokens": 1025})
+    assert r.status_code == 400 and r.json()["error"]["param"] == "max_tokens"
+    r = client.get("/v1/nope")
+    assert r.status_code == 404 and r.json()["error"]["code"] == "unknown_url"
+    r = client.get("/v1/completions")
+    assert r.status_code == 405 and r.json()["error"]["type"] == "invalid_request_error"
+
+
+def test_a_bug_is_a_500_whose_request_id_is_in_the_body_and_the_log(client, caplog):
+    def broken(request, **kw):
+        raise TypeError("a bug")
+
+    client.engine.submit = broken
+    with caplog.at_level("ERROR", logger="dllm_engine.daemon"):
+        r = client.post("/v1/completions", json={"prompt": "x"})
+    assert r.status_code == 500
+    error = r.json()["error"]
+    assert error["type"] == "server_error" and error["code"] == "internal_error" and "TypeError" in error["message"]
+    request_id = error["message"].split("request id ")[1].split(")")[0]
+    assert any(request_id in rec.getMessage() for rec in caplog.records)

@@ -1,0 +1,75 @@
+"""POST /v1/edit/completions: Inception's edit endpoint, "apply edit" and "next edit".
+
+The body is a chat body with one user message in one of Mercury Edit's tagged
+formats (Inception's docs; Continue's Mercury providers write them):
+- apply edit: `<|original_code|>...<|/original_code|>` + `<|update_snippet|>...<|/update_snippet|>`,
+  answered with the merged code (apply_edit.py);
+- next edit: `<|current_file_content|>` with `<|code_to_edit|>` and `<|cursor|>`, plus
+  `<|edit_diff_history|>` and `<|recently_viewed_code_snippets|>`, answered with the
+  rewritten editable region. It is parsed here (next_edit_format.py) and served by the
+  next-edit engine request when the daemon has one (`Api.next_edit`); without it, a 501.
+The answer is a `chat.completion` (or, streamed, one chunk and `[DONE]`).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+import uuid
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse, StreamingResponse
+
+from ..protocol import ProtocolError
+from .apply_edit import apply_edit
+from .errors import ApiError
+from .next_edit_format import is_next_edit, parse_next_edit
+from .schemas import EditBody
+from .streaming import DONE, sse
+
+
+def _block(content: str, name: str) -> str | None:
+    m = re.search(rf"<\|{name}\|>\n?(.*?)\n?<\|/{name}\|>", content, re.DOTALL)
+    return m.group(1) if m else None
+
+
+def apply_edit_message(content: str) -> str:
+    original, snippet = _block(content, "original_code"), _block(content, "update_snippet")
+    if original is None or snippet is None:
+        raise ProtocolError("messages: an apply-edit message needs <|original_code|>...<|/original_code|> and "
+                            "<|update_snippet|>...<|/update_snippet|>")
+    return apply_edit(original, snippet)
+
+
+async def create_edit_completion(request: Request, api):
+    body = await api.body(request, EditBody)
+    engine = api.ready_engine()
+    name = api.models.resolve(engine, body.model)
+    users = [m for m in body.messages if m.role == "user"]
+    if not users:
+        raise ProtocolError("messages: an edit request needs a user message in an apply-edit or next-edit format")
+    try:
+        content = users[-1].text()
+    except ValueError as exc:
+        raise ProtocolError(f"messages: {exc}") from None
+    if "<|original_code|>" in content:
+        text = apply_edit_message(content)
+    elif is_next_edit(content):
+        prompt = parse_next_edit(content)
+        if api.next_edit is None:
+            raise ApiError(501, "next edit is not served by this daemon yet (its engine request is issue 14); "
+                                "apply edit is", type="server_error", code="not_implemented")
+        text = await api.next_edit(request, engine, prompt, body)
+    else:
+        raise ProtocolError("messages: the user message is in neither edit format: apply edit "
+                            "(<|original_code|>, <|update_snippet|>) or next edit (<|code_to_edit|>)")
+    envelope = {"id": f"edit-{uuid.uuid4().hex}", "created": int(time.time()), "model": name}
+    if body.stream:
+        async def chunks():
+            chunk = {"index": 0, "delta": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+            yield sse({**envelope, "object": "chat.completion.chunk", "choices": [chunk]})
+            yield DONE
+        return StreamingResponse(chunks(), media_type="text/event-stream")
+    return JSONResponse({**envelope, "object": "chat.completion",
+                         "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
+                                      "finish_reason": "stop"}]})

@@ -1,0 +1,162 @@
+"""The OpenAI-compatible request bodies (/v1/completions, /v1/fim/completions, /v1/chat/completions).
+
+Strict like the native bodies (http_schemas.py: JSON `2.0` is not an integer), but
+unknown fields are ignored rather than refused: OpenAI clients send many we have
+no use for (`user`, `presence_penalty`, `metadata`...), and "change only the base
+URL" must hold. `null` means the default, as OpenAI's API reads it. What we cannot
+honour and a client would rely on (`echo`, `logprobs`, `best_of`) is refused with a
+400 naming it, never silently dropped.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from ..http_schemas import Seed, StopText, Text
+
+# OpenAI's own default when a completions body has no max_tokens.
+OPENAI_DEFAULT_MAX_TOKENS = 16
+MAX_FILL_TOKENS = 1024  # the engine's cap per hole
+MAX_CHOICES = 16  # n per prompt; n x prompts is at most the engine's 256 holes
+MAX_PROMPTS = 16
+
+Stop = StopText | Annotated[list[StopText], Field(max_length=8)] | None
+
+
+class _OpenAIBody(BaseModel):
+    model_config = ConfigDict(strict=True, extra="ignore", frozen=True)
+
+
+class StreamOptions(_OpenAIBody):
+    include_usage: bool | None = None
+
+
+class _Sampling(_OpenAIBody):
+    model: str | None = None
+    max_tokens: int | None = Field(None, ge=1, le=MAX_FILL_TOKENS)
+    temperature: float | None = Field(None, ge=0.0, le=2.0)
+    top_p: float | None = Field(None, gt=0.0, le=1.0)
+    seed: Seed | None = None
+    stop: Stop = None
+    n: int | None = Field(None, ge=1, le=MAX_CHOICES)
+    stream: bool | None = None
+    stream_options: StreamOptions | None = None
+
+    @property
+    def stops(self) -> tuple[str, ...]:
+        return (self.stop,) if isinstance(self.stop, str) else tuple(self.stop or ())
+
+    @property
+    def choices_per_prompt(self) -> int:
+        return self.n or 1
+
+    @property
+    def include_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.include_usage)
+
+
+class CompletionBody(_Sampling):
+    """POST /v1/completions and /v1/fim/completions: `prompt` (+ `suffix`) filled by diffusion."""
+
+    prompt: Text | Annotated[list[Text], Field(min_length=1, max_length=MAX_PROMPTS)]
+    suffix: Text | None = None
+    echo: bool | None = None
+    logprobs: int | None = None
+    best_of: int | None = None
+
+    @field_validator("echo")
+    @classmethod
+    def _no_echo(cls, value):
+        if value:
+            raise ValueError("echo is not supported: the answer is the fill alone (join it to your prompt yourself)")
+        return value
+
+    @field_validator("logprobs")
+    @classmethod
+    def _no_logprobs(cls, value):
+        if value is not None:
+            raise ValueError("logprobs are not supported: a diffusion fill commits tokens out of order, and "
+                             "per-token log-probabilities are not reported (send null)")
+        return value
+
+    @field_validator("best_of")
+    @classmethod
+    def _no_best_of(cls, value):
+        if value is not None and value != 1:
+            raise ValueError("best_of is not supported (send 1 or null; use n for several fills)")
+        return value
+
+    @property
+    def prompts(self) -> list[str]:
+        return [self.prompt] if isinstance(self.prompt, str) else list(self.prompt)
+
+    @property
+    def fill_tokens(self) -> int:
+        return OPENAI_DEFAULT_MAX_TOKENS if self.max_tokens is None else self.max_tokens
+
+
+class ChatMessage(_OpenAIBody):
+    role: Literal["system", "user", "assistant", "developer"]
+    # A string, or OpenAI's list of content parts of which only text parts are read.
+    content: Text | list[dict] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, list):
+            parts = []
+            for part in self.content:
+                if part.get("type") != "text" or not isinstance(part.get("text"), str):
+                    raise ValueError("only text content parts are supported")
+                parts.append(part["text"])
+            return "".join(parts)
+        return self.content or ""
+
+
+class ChatBody(_Sampling):
+    """POST /v1/chat/completions: messages rendered by the checkpoint's chat template."""
+
+    messages: Annotated[list[ChatMessage], Field(min_length=1, max_length=256)]
+    max_completion_tokens: int | None = Field(None, ge=1, le=MAX_FILL_TOKENS)
+    # Inception's name: stream every intermediate canvas (whole text, masks shown) instead of deltas.
+    diffusing: bool | None = None
+    tools: list | None = None
+    response_format: dict | None = None
+    logprobs: bool | None = None
+
+    @field_validator("tools")
+    @classmethod
+    def _no_tools(cls, value):
+        if value:
+            raise ValueError("tool calls are not supported by this daemon")
+        return value
+
+    @field_validator("response_format")
+    @classmethod
+    def _plain_text(cls, value):
+        if value and value.get("type") not in (None, "text"):
+            raise ValueError("only response_format {\"type\": \"text\"} is supported (no JSON mode)")
+        return value
+
+    @field_validator("logprobs")
+    @classmethod
+    def _no_logprobs(cls, value):
+        if value:
+            raise ValueError("logprobs are not supported (send false or null)")
+        return value
+
+    @property
+    def fill_tokens(self) -> int:
+        limit = self.max_completion_tokens or self.max_tokens
+        return DEFAULT_CHAT_TOKENS if limit is None else limit
+
+
+DEFAULT_CHAT_TOKENS = 256  # OpenAI's chat default is "until done": ours must be a canvas length
+
+
+class EditBody(_OpenAIBody):
+    """POST /v1/edit/completions: one user message in a Mercury Edit format (edit.py)."""
+
+    model: str | None = None
+    messages: Annotated[list[ChatMessage], Field(min_length=1, max_length=16)]
+    stream: bool | None = None

@@ -1,0 +1,66 @@
+"""What a streamed fill may send so far: the settled text, held back while it could change.
+
+The engine reports after every pass the committed run from the hole's start
+(`SettledText`: every slot up to the first still-masked one). With re-masking off
+those tokens are final, but their text is not yet all sendable:
+- a byte-level token may end in half a UTF-8 character, which decodes as U+FFFD
+  until the next token completes it: trailing U+FFFD is held back;
+- a stop string may begin in the settled text and end in tokens still masked, and
+  the final fill is cut before the first stop: a tail that is the beginning of a
+  stop is held back, and a stop found whole cuts the stream there.
+What is sent is therefore always a prefix of the final text, so the chunks of a fill
+join to exactly the text the same request gets without streaming.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+log = logging.getLogger("dllm_engine.daemon")
+
+REPLACEMENT = "\ufffd"  # what a decoder writes for a partial UTF-8 sequence
+
+
+def sendable(text: str, stop: tuple[str, ...]) -> str:
+    """The longest prefix of settled `text` that no later token can change."""
+    text = text.rstrip(REPLACEMENT)
+    found = [i for i in (text.find(s) for s in stop) if i >= 0]
+    if found:  # the final fill is cut before the first stop found whole
+        text = text[: min(found)]
+    # A stop may still start in a tail of `text` that is a beginning of it: hold that tail.
+    held = max((k for s in stop for k in range(1, min(len(s), len(text) + 1)) if text.endswith(s[:k])), default=0)
+    return text[: len(text) - held]
+
+
+class FillStream:
+    """The text one hole has sent, and what to send next."""
+
+    def __init__(self, stop: tuple[str, ...]) -> None:
+        self.stop = stop
+        self.sent = ""
+
+    def settled(self, text: str) -> str:
+        """The new text to send for the settled run `text` (maybe "")."""
+        safe = sendable(text, self.stop)
+        if len(safe) <= len(self.sent) or not safe.startswith(self.sent):
+            return ""
+        delta, self.sent = safe[len(self.sent):], safe
+        return delta
+
+    def final(self, text: str) -> str:
+        """The rest of the fill once the engine has finished it."""
+        if not text.startswith(self.sent):  # cannot happen with a prefix-stable decoder; never silent
+            log.error("streamed text %r is not a prefix of the final fill %r", self.sent, text)
+            return ""
+        delta, self.sent = text[len(self.sent):], text
+        return delta
+
+
+def sse(payload: dict | str) -> bytes:
+    """One server-sent event as OpenAI sends them: a bare `data:` line (no event name)."""
+    data = payload if isinstance(payload, str) else json.dumps(payload, ensure_ascii=False)
+    return f"data: {data}\n\n".encode()
+
+
+DONE = sse("[DONE]")

@@ -1,0 +1,144 @@
+"""Inception's /v1/edit/completions: apply-edit merges checked exactly, and the next-edit
+message read into document, region, cursor and history and served by issue 14's engine request."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+from starlette.testclient import TestClient
+
+from dllm_engine.daemon import EngineHost, build_app
+from dllm_engine.openai_api.apply_edit import apply_edit
+from dllm_engine.openai_api.next_edit_format import parse_next_edit
+
+CALC = "class Calculator:\n    def add(self, a, b):\n        return a + b\n"
+
+APPLY_CASES = {
+    "a method added (no marker, no shared line)": (
+        CALC,
+        "\n    def multiply(self, a, b):\n        return a * b\n",
+        CALC + "\n    def multiply(self, a, b):\n        return a * b\n",
+    ),
+    "two bodies edited, the code between kept by a marker": (
+        "import os\n\ndef f(x):\n    y = x + 1\n    return y\n\ndef g():\n    return 2\n\ndef h():\n    return 3\n",
+        "# ... existing code ...\ndef f(x):\n    y = x + 2\n    return y\n# ... existing code ...\ndef h():\n    return 4\n",
+        "import os\n\ndef f(x):\n    y = x + 2\n    return y\n\ndef g():\n    return 2\n\ndef h():\n    return 4\n",
+    ),
+    "a line inserted inside a function, JavaScript markers": (
+        "function load(path) {\n  const data = read(path);\n  return parse(data);\n}\n\nexport { load };\n",
+        "// ... existing code ...\n  const data = read(path);\n  log(`loaded ${path}`);\n  return parse(data);\n"
+        "// ... existing code ...\n",
+        "function load(path) {\n  const data = read(path);\n  log(`loaded ${path}`);\n  return parse(data);\n}\n\n"
+        "export { load };\n",
+    ),
+    "contiguous parts with no marker between: the lines between them go": (
+        "a = 1\nb = 2\nc = 3\nd = 4\n",
+        "a = 1\nd = 4\n",
+        "a = 1\nd = 4\n",
+    ),
+    "an import added at the top, the rest kept": (
+        "import os\n\nprint(os.getcwd())\n",
+        "import os\nimport sys\n// ... existing code ...\n",
+        "import os\nimport sys\n\nprint(os.getcwd())\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", list(APPLY_CASES))
+def test_apply_edit_merges_exactly(name):
+    original, snippet, merged = APPLY_CASES[name]
+    assert apply_edit(original, snippet) == merged
+
+
+def next_edit_message(lines: list[str], region: tuple[int, int], history: str) -> str:
+    body = lines[:region[0]] + ["<|code_to_edit|>"] + lines[region[0]:region[1]] + ["<|/code_to_edit|>"] + lines[region[1]:]
+    return ("<|recently_viewed_code_snippets|>\n<|recently_viewed_code_snippet|>\ncode_snippet_file_path: util.py\n"
+            "def helper():\n    pass\n<|/recently_viewed_code_snippet|>\n<|/recently_viewed_code_snippets|>\n\n"
+            "<|current_file_content|>\ncurrent_file_path: main.py\n" + "\n".join(body) +
+            "\n<|/current_file_content|>\n\n<|edit_diff_history|>\n" + history + "\n<|/edit_diff_history|>")
+
+
+def test_the_next_edit_message_is_read_into_document_region_cursor_history():
+    lines = ["import os", "def area(w, h):", "    return w<|cursor|> * h", "", "print(area(2, 3))"]
+    history = "--- main.py\n+++ main.py\n@@ -1,2 +1,2 @@\n-def area(x, y):\n+def area(w, h):\n" \
+              "--- main.py\n+++ main.py\n@@ -3 +3 @@\n-print(area(1))\n+print(area(2, 3))"
+    p = parse_next_edit(next_edit_message(lines, (1, 3), history))
+    assert p.document == "import os\ndef area(w, h):\n    return w * h\n\nprint(area(2, 3))"
+    assert p.editable == "def area(w, h):\n    return w * h"
+    assert p.document[p.cursor:].startswith(" * h") and p.region[0] <= p.cursor <= p.region[1]
+    assert p.path == "main.py" and p.snippets == [("util.py", "def helper():\n    pass")]
+    assert len(p.history) == 2 and p.history[0].startswith("--- main.py") and "+def area(w, h):" in p.history[0]
+    # A region at the very start of the file, no cursor: the cursor is the region's end.
+    p = parse_next_edit(next_edit_message(["x = 1", "y = 2"], (0, 1), ""))
+    assert (p.document, p.editable, p.cursor, p.history) == ("x = 1\ny = 2", "x = 1", 5, [])
+
+
+SEEN: list = []
+
+
+class NamedEngine:
+    """A fake engine: a name, and a next edit that renames x, y to w, h on the region's second line."""
+    model_name = "default"
+    propose = True
+
+    def next_edit(self, request, cancel=None):
+        from dllm_engine.next_edit.request import EditSpan, NextEditResult
+
+        SEEN.append(request)
+        spans = []
+        if self.propose:
+            start = request.document.index("x * y")
+            spans = [EditSpan(start=start, end=start + 5, original="x * y", new="w * h", confidence=0.9, source="name")]
+        return NextEditResult(request_id=request.request_id, region_start_line=request.region_start_line,
+                              region_end_line=request.region_end_line, region_text="", spans=spans, masked_spans=1,
+                              scored_tokens=0, model="default", elapsed_ms=1.0)
+
+
+@pytest.fixture
+def client():
+    host = EngineHost(lambda: NamedEngine())
+    host.engine = NamedEngine()
+    http = TestClient(build_app(host, "t"), raise_server_exceptions=False)
+    return openai.OpenAI(base_url="http://testserver/v1", api_key="t", http_client=http, max_retries=0)
+
+
+def test_the_edit_endpoint_applies_and_refuses_clearly(client):
+    original, snippet, merged = APPLY_CASES["two bodies edited, the code between kept by a marker"]
+    content = f"<|original_code|>\n{original}<|/original_code|>\n<|update_snippet|>\n{snippet}<|/update_snippet|>"
+    r = client.post("/edit/completions", cast_to=object,
+                    body={"model": "mercury-edit-2", "messages": [{"role": "user", "content": content}]})
+    assert r["object"] == "chat.completion" and r["model"] == "mercury-edit-2"
+    # The tags sit on lines of their own and take the line break before them, as in the next-edit format.
+    assert r["choices"][0]["message"]["content"] == merged.rstrip("\n")
+    # Continue's Inception provider posts apply-edit to /v1/apply/completions, streamed.
+    chunks = list(client.post("/apply/completions", cast_to=object, stream=True,
+                              stream_cls=openai.Stream[object],
+                              body={"messages": [{"role": "user", "content": content}], "stream": True}))
+    assert [c["choices"][0]["delta"]["content"] for c in chunks] == [merged.rstrip("\n")]
+    with pytest.raises(openai.BadRequestError, match="neither edit format"):
+        client.post("/edit/completions", cast_to=object, body={"messages": [{"role": "user", "content": "hi"}]})
+
+
+def test_a_next_edit_message_is_served_by_the_engines_next_edit_request(client):
+    """The message becomes the one NextEditRequest (issue 14's): the newest diff is the last
+    edit, placed where its text stands; the answer is the region with the proposed spans applied."""
+    lines = ["def area(w, h):", "    return x * y", "", "print(area(2, 3))"]
+    history = "--- main.py\n+++ main.py\n@@ -1 +1 @@\n-def area(x, y):\n+def area(w, h):"
+    r = client.post("/edit/completions", cast_to=object,
+                    body={"model": "mercury-edit-2",
+                          "messages": [{"role": "user", "content": next_edit_message(lines, (0, 2), history)}]})
+    req = SEEN[-1]
+    assert (req.region_start_line, req.region_end_line) == (0, 2)
+    assert req.last_edit.removed == "def area(x, y):" and req.last_edit.inserted == "def area(w, h):"
+    assert req.document[req.last_edit.offset:].startswith("def area(w, h):")
+    assert r["choices"][0]["message"]["content"] == "def area(w, h):\n    return w * h"
+    # no change proposed: the region comes back as it is
+    SEEN.clear()
+    NamedEngine.propose = False
+    try:
+        r = client.post("/edit/completions", cast_to=object,
+                        body={"messages": [{"role": "user", "content": next_edit_message(lines, (0, 2), "")}]})
+    finally:
+        NamedEngine.propose = True
+    assert r["choices"][0]["message"]["content"] == "def area(w, h):\n    return x * y"
+    assert SEEN[-1].edits == []

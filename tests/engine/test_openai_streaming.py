@@ -1,0 +1,37 @@
+"""What a streamed fill may send: only text no later token can change (pure functions)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dllm_engine.openai_api.streaming import FillStream, sendable
+
+
+@pytest.mark.parametrize("text,stop,expected", [
+    ("abc", (), "abc"),
+    ("ab\ufffd", (), "ab"),  # half a UTF-8 character: held until the next token completes it
+    ("ab\ufffd\ufffd", (), "ab"),
+    ("x = 1\ny", ("\n",), "x = 1"),  # a stop found whole: cut there, final
+    ("x = 1", ("\n\n",), "x = 1"),  # no tail of it begins a stop
+    ("x = 1\n", ("\n\n",), "x = 1"),  # "\n" may become "\n\n"
+    ("x = 1\n", ("\n\n", "\n"), "x = 1"),
+    ("return x", ("\n\n", "return"), "", ),  # stop at 0
+    ("abc", ("cd",), "ab"),  # "c" may be the start of "cd"
+    ("ab\ufffd", ("zz",), "ab"),
+    ("abz", ("zz",), "ab"),
+])
+def test_sendable(text, stop, expected):
+    assert sendable(text, stop) == expected
+
+
+def test_a_stop_spanning_chunks_is_never_sent():
+    s = FillStream(("END",))
+    sent = [s.settled("x = 1 E"), s.settled("x = 1 EN"), s.settled("x = 1 END and more")]
+    assert "".join(sent) == "x = 1 " and s.final("x = 1 ") == ""
+
+
+def test_chunks_join_to_the_final_text():
+    s = FillStream(())
+    parts = [s.settled(t) for t in ("", "de", "def\ufffd", "def é", "def é(")]
+    parts.append(s.final("def é(x):"))
+    assert "".join(parts) == "def é(x):" and all(p != "\ufffd" for p in parts)

@@ -71,12 +71,14 @@ class EngineConfig:
     heal: bool = True
     # "int8": dynamically quantized projections and head on the CPU (quantize.py); "int4":
     # weight-only int4 projections in Q4_1's blocks and an int8 head (weight_only.py);
-    # "native": as loaded; "auto": what the model's config asks for on a CPU (its
-    # `cpu_weights`: int4 for a base whose GGUF projections are all Q4_1), else native.
+    # "native": as loaded; "auto": what the model's config asks for on a CPU with native bf16
+    # (its `cpu_weights`: int4 for a base whose GGUF projections are all Q4_1), else native.
     weights: str = "auto"
     # Shifted-logit models decoded in blocks of 1: guess up to this many next tokens from the
     # text and check them in the same pass (drafting.py; greedy output unchanged). 0: off.
-    draft_tokens: int = 8
+    # 3 keeps a pass under weight_only.DENSE_ROWS rows, where the int4 kernel is the fast one
+    # (bench_default_decoding.py: 3 drafts 422 ms, 6 559 ms, none 649 ms per cached line).
+    draft_tokens: int = 3
 
     def __post_init__(self) -> None:
         if self.device == "auto":
@@ -171,11 +173,11 @@ class Engine:
         if self.config.device != "cpu":
             return "native"
         wanted = loaded.config.extra.get("cpu_weights", "native")
-        if wanted == "int4":
+        if wanted == "int4" and self.config.dtype == "bfloat16":  # torch's fp32 int4 path is far slower than fp32 GEMV
             from .weight_only import int4_available
 
             return "int4" if int4_available() else "native"
-        return wanted if wanted in ("native", "int8") else "native"
+        return "native"
 
     # ------------------------------------------------------------ public API
 

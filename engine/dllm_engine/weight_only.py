@@ -24,9 +24,15 @@ import os
 from pathlib import Path
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
 GROUP = 32  # Q4_1's block: inputs per scale and minimum
+# From this many rows on, a projection multiplies with the dense weights it was built from:
+# torch's int4 kernel is the faster one for a pass's few rows (~2.5x bf16 at 1-4 rows on
+# this CPU), oneDNN's bf16 GEMM from about 8 rows (a context of hundreds of tokens was
+# ~1.7x slower through the int4 kernel). benchmarks/RESULTS.md has the figures.
+DENSE_ROWS = 8
 INNER_TILES = 8  # the CPU int4 packing's inner k tiles (torch's _convert_weight_to_int4pack_for_cpu)
 
 
@@ -69,10 +75,15 @@ class Int4Linear(nn.Module):
         self.register_buffer("scales_zeros", packed[1].to(dtype))
         self.register_buffer("bias", None if bias is None else bias.detach().to(dtype))
         self.out_features = weight.shape[0]
+        # The dense weights for many rows (DENSE_ROWS): the model's own tensor, no copy, not a buffer.
+        self.dense = weight.detach()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
-        flat = x.reshape(-1, shape[-1]).to(self.scales_zeros.dtype).contiguous()
+        flat = x.reshape(-1, shape[-1])
+        if flat.shape[0] >= DENSE_ROWS:
+            return F.linear(x, self.dense.to(x.dtype), None if self.bias is None else self.bias.to(x.dtype))
+        flat = flat.to(self.scales_zeros.dtype).contiguous()
         y = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scales_zeros)
         if self.bias is not None:
             y = y + self.bias

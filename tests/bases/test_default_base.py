@@ -37,9 +37,14 @@ def greedy_ar(engine, prefix: str, suffix: str, n: int) -> list[int]:
     return out
 
 
-def test_blocks_of_one_are_the_bases_own_greedy_decoding(base_engine):
+def test_blocks_of_one_are_the_bases_own_greedy_decoding(base_engine, monkeypatch):
     """Shifted logits + block-causal canvas + the held-out last context token: exactly the
-    base decoding left to right after reading the suffix (no healing, no stop, fixed length)."""
+    base decoding left to right after reading the suffix (no healing, no stop, fixed length).
+    One set of weights throughout: int4 projections switch to their dense weights from
+    DENSE_ROWS rows on (a context's prefill), which greedy_ar's full forwards would hit."""
+    from dllm_engine import weight_only
+
+    monkeypatch.setattr(weight_only, "DENSE_ROWS", 10**9)
     prefix = "def add(a, b):\n    return a"
     suffix = "\n\n\nprint(add(1, 2))\n"
     n = 6

@@ -83,3 +83,14 @@ def test_kept_blocks_round_trip_through_nibbles_and_fuse_by_rows(tmp_path):
     torch.testing.assert_close(lin(x), F.linear(x, fused), rtol=1e-4, atol=1e-4)
     with open_kept_blocks(tmp_path / "nowhere") as handle:
         assert handle is None
+
+
+def test_many_rows_multiply_with_the_dense_weights_they_were_built_from():
+    from dllm_engine import weight_only
+
+    w = q4_1_weights(32, 64).bfloat16()
+    lin = Int4Linear(w)
+    many = torch.randn(weight_only.DENSE_ROWS, 64, dtype=torch.bfloat16)
+    assert torch.equal(lin(many), F.linear(many, w))  # a context's prefill: oneDNN's GEMM, not the int4 kernel
+    few = many[: weight_only.DENSE_ROWS - 1]
+    torch.testing.assert_close(lin(few).float(), F.linear(few.float(), w.float()), rtol=2e-2, atol=2e-2)

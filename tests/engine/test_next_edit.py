@@ -115,9 +115,9 @@ def test_daemon_app_serves_next_edit_and_refuses_bad_bodies(engine):
     for field, value in [("cursor", True), ("cursor", 1.0), ("edits", [{"offset": "3"}]), ("colour", 1),
                          ("region_end_line", 0)]:
         r = http.post("/v1/next_edit", json={**body, field: value})
-        assert r.status_code == 400 and field in r.json()["error"], r.text
+        assert r.status_code == 400 and field in r.json()["error"]["message"], r.text
     r = http.post("/v1/next_edit", json={**body, "cursor": 10_000})
-    assert r.status_code == 400 and "cursor" in r.json()["error"]
+    assert r.status_code == 400 and "cursor" in r.json()["error"]["message"]
 
 
 class ScriptedEngine:

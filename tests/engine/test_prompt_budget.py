@@ -33,7 +33,7 @@ def test_a_prompt_past_what_the_window_can_hold_is_refused_untokenized(client, d
                        ("/v1/completions", {"prompt": "def f():\n", "suffix": huge, "max_tokens": 8})]:
         r = client.post(path, json=body)
         assert r.status_code == 400, r.text
-        assert f"window of {window} tokens" in r.json()["error"] and "trim_context" in r.json()["error"]
+        assert f"window of {window} tokens" in r.json()["error"]["message"] and "trim_context" in r.json()["error"]["message"]
     assert max(encodes, default=0) < 1000  # the huge text never reached the tokenizer
 
 

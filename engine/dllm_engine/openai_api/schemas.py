@@ -34,7 +34,7 @@ class StreamOptions(_OpenAIBody):
 
 
 class _Sampling(_OpenAIBody):
-    model: str | None = None
+    model: Text | None = None  # echoed back: a lone surrogate would break the answer's encoding
     max_tokens: int | None = Field(None, ge=1, le=MAX_FILL_TOKENS)
     temperature: float | None = Field(None, ge=0.0, le=2.0)
     top_p: float | None = Field(None, gt=0.0, le=1.0)
@@ -157,6 +157,6 @@ DEFAULT_CHAT_TOKENS = 256  # OpenAI's chat default is "until done": ours must be
 class EditBody(_OpenAIBody):
     """POST /v1/edit/completions: one user message in a Mercury Edit format (edit.py)."""
 
-    model: str | None = None
+    model: Text | None = None  # echoed back: a lone surrogate would break the answer's encoding
     messages: Annotated[list[ChatMessage], Field(min_length=1, max_length=16)]
     stream: bool | None = None

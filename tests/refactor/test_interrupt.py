@@ -49,8 +49,11 @@ def test_kill_during_apply_leaves_no_partial_file(tmp_path, sig):
     originals = _make_files(tmp_path)
     args = (".", "--recipe", "add-docstrings", "--apply", "--max-tokens", "4", "--files-in-flight", "1",
             "--jobs", "1", "--no-progress")
+    # A terminal's Ctrl-C: SIGINT at its default in the child even when this run inherited it ignored
+    # (a shell starts background jobs with SIGINT ignored; Python then installs no handler for it).
     proc = subprocess.Popen(refactor_cmd(*args), cwd=tmp_path, env=cli_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 180
     try:
         while time.monotonic() < deadline and proc.poll() is None:

@@ -76,18 +76,25 @@ class Attention(nn.Module):
     def forward(self, x, cos, sin, mask, past, canvas=None, kv_only=False):
         """`kv_only`: return (None, new K/V) without attending (the last layer of a context encode)."""
         b, s, _ = x.shape
-        if self.qkv is not None:
+        if self.qkv is not None and self.q_norm is None and not ops.use_triton(x, self.kernels):
+            # q and k side by side in the fused output: rotated in one go (ops.rope_fused_qk).
             qkv = _fused_linear(x, self.qkv)
-            q, k, v = qkv.split((self.h * self.d, self.kv * self.d, self.kv * self.d), dim=-1)
-            q, k, v = q.reshape(b, s, self.h, self.d), k.reshape(b, s, self.kv, self.d), v.reshape(b, s, self.kv, self.d)
+            qk, v = qkv.split(((self.h + self.kv) * self.d, self.kv * self.d), dim=-1)
+            q, k = ops.rope_fused_qk(qk.view(b, s, self.h + self.kv, self.d), self.h, cos, sin)
+            v = v.view(b, s, self.kv, self.d).transpose(1, 2)
         else:
-            q = self.q_proj(x).view(b, s, self.h, self.d)
-            k = self.k_proj(x).view(b, s, self.kv, self.d)
-            v = self.v_proj(x).view(b, s, self.kv, self.d)
-        if self.q_norm is not None:
-            q, k = self.q_norm(q), self.k_norm(k)
-        q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B, H, S, D]
-        q, k = ops.rope_qk(q, k, cos, sin, self.kernels)
+            if self.qkv is not None:
+                qkv = _fused_linear(x, self.qkv)
+                q, k, v = qkv.split((self.h * self.d, self.kv * self.d, self.kv * self.d), dim=-1)
+                q, k, v = q.reshape(b, s, self.h, self.d), k.reshape(b, s, self.kv, self.d), v.reshape(b, s, self.kv, self.d)
+            else:
+                q = self.q_proj(x).view(b, s, self.h, self.d)
+                k = self.k_proj(x).view(b, s, self.kv, self.d)
+                v = self.v_proj(x).view(b, s, self.kv, self.d)
+            if self.q_norm is not None:
+                q, k = self.q_norm(q), self.k_norm(k)
+            q, k, v = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)  # [B, H, S, D]
+            q, k = ops.rope_qk(q, k, cos, sin, self.kernels)
         new_kv = (k, v)
         if kv_only:
             return None, new_kv
@@ -285,12 +292,16 @@ class DiffusionTransformer(nn.Module):
         x = self.model.embed_tokens(ids)
         if self.config.embed_scale != 1.0:  # in the embeddings' dtype, as Gemma does
             x = x * torch.tensor(self.config.embed_scale, dtype=x.dtype)
+        # cos/sin rounded to the model's dtype (as the bases compute them), held as float32:
+        # every layer multiplies them in float32, so each would otherwise convert them again.
         cos, sin = self.rope(positions)
-        cos, sin = cos.to(x.dtype), sin.to(x.dtype)
+        cos, sin = cos.to(x.dtype).float(), sin.to(x.dtype).float()
         rope_local = None
         if any(self.local):
             cl, sl = self.rope(positions, self.inv_freq_local)
-            rope_local = (cl.to(x.dtype), sl.to(x.dtype))
+            rope_local = (cl.to(x.dtype).float(), sl.to(x.dtype).float())
+        if mask is not None and mask.dtype == torch.bool and not ops.use_triton(x, self.kernels):
+            mask = ops.additive_mask(mask, x.dtype)
         new_kv: KV = []
         last = len(self.model.layers) - 1
         for i, layer in enumerate(self.model.layers):

@@ -83,11 +83,13 @@ class Int4Linear(nn.Module):
         flat = x.reshape(-1, shape[-1])
         if flat.shape[0] >= DENSE_ROWS:
             return F.linear(x, self.dense.to(x.dtype), None if self.bias is None else self.bias.to(x.dtype))
-        flat = flat.to(self.scales_zeros.dtype).contiguous()
+        if flat.dtype != self.scales_zeros.dtype or not flat.is_contiguous():
+            flat = flat.to(self.scales_zeros.dtype).contiguous()
         y = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scales_zeros)
         if self.bias is not None:
             y = y + self.bias
-        return y.reshape(*shape[:-1], self.out_features).to(x.dtype)
+        y = y.view(*shape[:-1], self.out_features)
+        return y if y.dtype == x.dtype else y.to(x.dtype)  # (the checks: per-call overhead is most of a small pass)
 
 
 class Int8RowLinear(nn.Module):

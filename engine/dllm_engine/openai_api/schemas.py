@@ -46,10 +46,15 @@ def refuse_logprobs(value, asked: bool, hint: str):
 
 
 class _Addressed(_OpenAIBody):
-    """What every OpenAI-shaped body carries: the model name asked for, and whether to stream."""
+    """What every OpenAI-shaped body carries: the model name asked for, and how to stream."""
 
     model: Text | None = None  # echoed back: a lone surrogate would break the answer's encoding
     stream: bool | None = None
+    stream_options: StreamOptions | None = None
+
+    @property
+    def include_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.include_usage)
 
 
 class _Sampling(_Addressed):
@@ -61,7 +66,6 @@ class _Sampling(_Addressed):
     seed: Seed | None = None
     stop: Stop = None
     n: int | None = Field(None, ge=1, le=MAX_CHOICES)
-    stream_options: StreamOptions | None = None
 
     @property
     def stops(self) -> tuple[str, ...]:
@@ -70,10 +74,6 @@ class _Sampling(_Addressed):
     @property
     def choices_per_prompt(self) -> int:
         return self.n or 1
-
-    @property
-    def include_usage(self) -> bool:
-        return bool(self.stream_options and self.stream_options.include_usage)
 
 
 class CompletionBody(_Sampling):
@@ -172,3 +172,5 @@ class EditBody(_Addressed):
     """POST /v1/edit/completions: one user message in a Mercury Edit format (edit.py)."""
 
     messages: Annotated[list[ChatMessage], Field(min_length=1, max_length=16)]
+    # Mercury Edit's clients send max_tokens, temperature, top_p, presence_penalty too: accepted and
+    # ignored (the answer's length is the merged code or the editable region, not a token budget).

@@ -7,8 +7,11 @@ formats (Inception's docs; Continue's Mercury providers write them):
   decided by the model where it is not (apply_edit_model.py);
 - next edit: `<|current_file_content|>` with `<|code_to_edit|>` and `<|cursor|>`, plus
   `<|edit_diff_history|>` and `<|recently_viewed_code_snippets|>`, answered with the
-  rewritten editable region. It is parsed here (next_edit_format.py) and served by the
-  next-edit engine request when the daemon has one (`Api.next_edit`); without it, a 501.
+  rewritten editable region in a code fence, as Mercury Edit answers it. It is parsed here
+  (next_edit_format.py) and served by the next-edit engine request (`Api.next_edit`,
+  next_edit_seam.py); a daemon built without one answers it with a 501.
+Both formats are served on both routes (Inception's docs put apply edit on /v1/apply/completions
+and next edit on /v1/edit/completions; the message says which it is).
 The answer is a `chat.completion` (or, streamed, one chunk and `[DONE]`) with `usage`;
 an apply edit also says under `dllm_lsp.decisions` which spots the model decided.
 """
@@ -55,6 +58,14 @@ async def serve_apply_edit(engine, content: str) -> tuple[str, list[dict]]:
         raise
 
 
+def fenced(region: str) -> str:
+    """The rewritten region as Mercury Edit answers it: in a code fence. Continue's Mercury provider
+    reads it back as the text between the first "```\\n" and the last "\\n\\n```"
+    (core/nextEdit/providers/MercuryCoderNextEditProvider.ts, extractCompletion): unfenced, it would
+    cut three characters off the front and one off the end."""
+    return f"```\n{region}\n\n```"
+
+
 def edit_usage(engine, content: str, text: str) -> dict:
     prompt, completion = len(engine.tokenizer.encode(content)), len(engine.tokenizer.encode(text))
     return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
@@ -80,7 +91,7 @@ async def create_edit_completion(request: Request, api):
         if api.next_edit is None:
             raise ApiError(501, "next edit is not served by this daemon yet (its engine request is issue 14); "
                                 "apply edit is", type="server_error", code="not_implemented")
-        text = await api.next_edit(request, engine, prompt, body)
+        text = fenced(await api.next_edit(request, engine, prompt, body))
     else:
         raise ProtocolError("messages: the user message is in neither edit format: apply edit "
                             "(<|original_code|>, <|update_snippet|>) or next edit (<|code_to_edit|>)")

@@ -87,6 +87,17 @@ def test_a_half_alike_line_after_a_marker_is_a_seam_with_both_merges_offered():
     assert apply_edit(AREA, VALIDATE, decide) == "def area(w, h):\n    validate(w, h)\n    return w * h\n"
 
 
+def test_a_half_alike_line_before_a_marker_is_a_seam_too():
+    original = "x = 1\ny = 2\nlog(x)\nz = 3\n"
+    snippet = "y = 2\nprint(x)\n# ... existing code ...\n"  # `print(x)` beside `log(x)`: ratio 0.57
+    decide, asked = answering(0)
+    assert apply_edit(original, snippet, decide) == "x = 1\ny = 2\nprint(x)\nlog(x)\nz = 3\n"
+    assert [(o.prefix, o.text, o.suffix) for o in asked[0].options] == [
+        ("x = 1\ny = 2\n", "print(x)\nlog(x)\n", "z = 3\n"), ("x = 1\ny = 2\n", "print(x)\n", "z = 3\n")]
+    decide, _ = answering(1)
+    assert apply_edit(original, snippet, decide) == "x = 1\ny = 2\nprint(x)\nz = 3\n"
+
+
 def test_an_anchor_found_twice_offers_each_placement_with_its_own_context():
     decide, asked = answering(0)
     first = apply_edit(EVENS, DOUBLE, decide)

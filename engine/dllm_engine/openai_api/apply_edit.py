@@ -206,8 +206,8 @@ def _settle_seams(orig: list[str], p: Placed, cursor: int, placed: list[Placed],
     if p.trail and p.end < len(orig) and kept_after \
             and UNRELATED <= _ratio(lines[-p.trail], orig[p.end]) < ALIKE:
         x = p.end
-        prefix = _assemble(orig, placed + [Placed(p.start, p.start, [], p.after_marker)], p.start)
-        prefix += "".join(lines[:-p.trail])
+        kept_before = p.after_marker or not placed  # else the original before the span was deleted
+        prefix = _assemble(orig, placed, p.start if kept_before else cursor) + "".join(lines[:-p.trail])
         new, suffix = "".join(lines[-p.trail:]), "".join(orig[x + 1:])
         options = (Option(prefix, new + orig[x], suffix), Option(prefix, new, suffix))
         if _checked(decide(Spot("seam", x, options)), options) == 1:

@@ -228,6 +228,15 @@ def test_the_edit_endpoint_applies_and_refuses_clearly(client):
     assert [c["choices"][0]["delta"]["content"] for c in chunks] == [merged.rstrip("\n")]
     with pytest.raises(openai.BadRequestError, match="neither edit format"):
         client.post("/edit/completions", cast_to=object, body={"messages": [{"role": "user", "content": "hi"}]})
+    # A lone surrogate in a text part is refused at the boundary (it reached the tokenizer: a 500).
+    # (sent as raw JSON: the SDK cannot encode one)
+    raw = '{"messages": [{"role": "user", "content": [{"type": "text", "text": "<|original_code|>\\ud800"}]}]}'
+    r = client._client.post("http://testserver/v1/apply/completions", content=raw,
+                            headers={"Authorization": "Bearer t", "Content-Type": "application/json"})
+    assert r.status_code == 400 and "surrogate" in r.json()["error"]["message"]
+    with pytest.raises(openai.BadRequestError, match="only text content parts"):
+        client.post("/apply/completions", cast_to=object,
+                    body={"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]})
 
 
 def test_a_next_edit_message_is_served_by_the_engines_next_edit_request(client):

@@ -113,19 +113,24 @@ class CompletionBody(_Sampling):
         return OPENAI_DEFAULT_MAX_TOKENS if self.max_tokens is None else self.max_tokens
 
 
+class ContentPart(_OpenAIBody):
+    """One of OpenAI's content parts; only text parts are read, and their text is whole text
+    (a lone surrogate would break the tokenizer and the answer's encoding: a 400, not a 500)."""
+
+    type: str
+    text: Text | None = None
+
+
 class ChatMessage(_OpenAIBody):
     role: Literal["system", "user", "assistant", "developer"]
     # A string, or OpenAI's list of content parts of which only text parts are read.
-    content: Text | list[dict] | None = None
+    content: Text | list[ContentPart] | None = None
 
     def text(self) -> str:
         if isinstance(self.content, list):
-            parts = []
-            for part in self.content:
-                if part.get("type") != "text" or not isinstance(part.get("text"), str):
-                    raise ValueError("only text content parts are supported")
-                parts.append(part["text"])
-            return "".join(parts)
+            if any(part.type != "text" or part.text is None for part in self.content):
+                raise ValueError("only text content parts are supported")
+            return "".join(part.text for part in self.content)
         return self.content or ""
 
 

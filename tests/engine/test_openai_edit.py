@@ -113,6 +113,15 @@ def test_an_anchor_found_twice_offers_each_placement_with_its_own_context():
     assert [s.kind for s in asked] == ["anchor", "seam"]
 
 
+def test_past_eight_spots_the_alignment_guess_stands(default_engine):
+    """Nine stretches, each anchored on a `return result` that 40 functions end with: every one
+    is ambiguous (a placement is at most 4 functions on), and only the first eight are asked."""
+    original = "".join(f"def f{i}(items):\n    result = []\n    return result\n\n" for i in range(40))
+    snippet = "# ... existing code ...\n    result = [1]\n    return result\n" * 9 + "# ... existing code ...\n"
+    text, decisions = merge_with_model(default_engine, original, snippet)
+    assert len(decisions) == 8 and text.count("result = [1]") == 9
+
+
 @pytest.fixture(scope="module")
 def small_client(default_engine):
     host = EngineHost(lambda: default_engine)

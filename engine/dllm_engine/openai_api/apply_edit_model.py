@@ -25,6 +25,10 @@ from .apply_edit import Spot, apply_edit
 # Context each hole sees: the merged code around the region, cut at line starts.
 PREFIX_CHARS, SUFFIX_CHARS = 1200, 600
 SLACK_TOKENS = 8  # the fill may run a little longer than the longest option
+# Spots asked per merge: each is one engine request, one after the other (a later spot's context
+# holds the earlier answers). Past this the alignment's guess stands, so a snippet of many
+# ambiguous `}` lines costs a bounded time.
+MAX_DECISIONS = 8
 POLL_S = 0.05
 
 
@@ -36,6 +40,8 @@ class ModelDecider:
     decisions: list[dict] = field(default_factory=list)  # what was asked and answered, for the response
 
     def __call__(self, spot: Spot) -> int:
+        if len(self.decisions) >= MAX_DECISIONS:
+            return 0
         contexts = list(dict.fromkeys((o.prefix, o.suffix) for o in spot.options))
         longest = max(len(self.engine.tokenizer.encode(o.text)) for o in spot.options)
         max_tokens = min(1024, longest + SLACK_TOKENS)

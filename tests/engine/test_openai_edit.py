@@ -190,6 +190,13 @@ def continue_reads(message: str) -> str:
     return message[start:end]
 
 
+@pytest.mark.parametrize("region", ["", "x = 1", "def f():\n    return 2\n", "a\n\n"])
+def test_the_fenced_region_reads_back_exactly_as_continue_reads_it(region):
+    from dllm_engine.openai_api.edit import fenced
+
+    assert continue_reads(fenced(region)) == region
+
+
 SEEN: list = []
 
 

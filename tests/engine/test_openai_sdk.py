@@ -82,6 +82,15 @@ def test_models_list_and_any_name(client):
     assert extras["family"] == "native" and extras["context_window"] > 0 and extras["mask_token_id"] >= 0
     # Not strict: a name the client brought is served by the one model, and echoed.
     assert client.models.retrieve("gpt-3.5-turbo-instruct").id == "gpt-3.5-turbo-instruct"
+    # Inception's card fields, as Kilo Code's Inception provider parses them (its zod schema,
+    # src/api/providers/fetchers/inception.ts): without `pricing` its model list throws.
+    card = listed.data[0].model_extra
+    kilo = {"name": str, "input_modalities": list, "output_modalities": list, "context_length": int,
+            "max_output_length": int, "pricing": dict, "suported_sampling_parameters": list,
+            "supported_features": list, "supports_prefix_caching": bool}
+    assert {k: type(card[k]) for k in kilo} == kilo and listed.data[0].created > 0
+    assert set(card["pricing"]) == {"prompt", "completion", "image", "request", "input_cache_reads",
+                                    "input_cache_writes"} and card["context_length"] == extras["context_window"]
 
 
 def test_fim_completion(client):

@@ -14,10 +14,16 @@ from dataclasses import dataclass, field
 
 from .chat_template import find_chat_template
 from .errors import model_not_found
+from .schemas import MAX_FILL_TOKENS
 
 OWNED_BY = "dllm-lsp"
 # The product's own models get a name that says whose they are (a bare "default" is no help in a picker).
 NATIVE_NAMES = {"default": "dllm-lsp-default", "small": "dllm-lsp-small"}
+# Inception's model card adds these to OpenAI's; Kilo Code's Inception provider reads them and
+# fails on a card without `pricing` (src/api/providers/fetchers/inception.ts). Served locally, it is free.
+FREE = {"prompt": 0.0, "completion": 0.0, "image": 0.0, "request": 0.0, "input_cache_reads": 0.0,
+        "input_cache_writes": 0.0}
+SAMPLING = ["max_tokens", "temperature", "top_p", "seed", "stop", "n"]
 
 
 @dataclass(frozen=True)
@@ -41,11 +47,13 @@ class ServedModels:
 
     def card(self, engine, name: str) -> dict:
         cfg = engine.loaded.config
+        chat = find_chat_template(engine.loaded.path) is not None  # /v1/chat/completions works
         return {
             "id": name,
             "object": "model",
             "created": self.created,
             "owned_by": OWNED_BY,
+            **self._inception_fields(engine, cfg, chat),
             # Our extras under one namespaced key, so no client mistakes them for OpenAI fields.
             "dllm_lsp": {
                 "model": self.names(engine)[0],
@@ -53,8 +61,21 @@ class ServedModels:
                 "context_window": cfg.max_position_embeddings,
                 "mask_token_id": cfg.mask_token_id,
                 "parameters": cfg.num_params,
-                "chat": find_chat_template(engine.loaded.path) is not None,  # /v1/chat/completions works
+                "chat": chat,
             },
+        }
+
+    def _inception_fields(self, engine, cfg, chat: bool) -> dict:
+        return {
+            "name": self.names(engine)[0],
+            "input_modalities": ["text"],
+            "output_modalities": ["text"],
+            "context_length": cfg.max_position_embeddings,
+            "max_output_length": MAX_FILL_TOKENS,
+            "pricing": FREE,
+            "suported_sampling_parameters": SAMPLING,  # sic: Inception's spelling, which its clients read
+            "supported_features": ["fim", "apply_edit", "next_edit"] + (["chat"] if chat else []),
+            "supports_prefix_caching": True,  # the engine's context cache is a prefix cache
         }
 
     def listing(self, engine) -> dict:

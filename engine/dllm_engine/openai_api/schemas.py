@@ -33,16 +33,39 @@ class StreamOptions(_OpenAIBody):
     include_usage: bool | None = None
 
 
-class _Sampling(_OpenAIBody):
+# A fill's length: `max_tokens` on every body, and chat's newer name `max_completion_tokens`.
+FillTokens = Annotated[int, Field(ge=1, le=MAX_FILL_TOKENS)] | None
+
+
+def refuse_logprobs(value, asked: bool, hint: str):
+    """One wording for every body: logprobs are refused, never invented (docs/api.md says why)."""
+    if asked:
+        raise ValueError(f"logprobs are not supported: a diffusion fill commits tokens out of order, and "
+                         f"per-token log-probabilities are not reported ({hint})")
+    return value
+
+
+class _Addressed(_OpenAIBody):
+    """What every OpenAI-shaped body carries: the model name asked for, and how to stream."""
+
     model: Text | None = None  # echoed back: a lone surrogate would break the answer's encoding
-    max_tokens: int | None = Field(None, ge=1, le=MAX_FILL_TOKENS)
+    stream: bool | None = None
+    stream_options: StreamOptions | None = None
+
+    @property
+    def include_usage(self) -> bool:
+        return bool(self.stream_options and self.stream_options.include_usage)
+
+
+class _Sampling(_Addressed):
+    """The sampling fields that completions and chat share: one definition for both bodies."""
+
+    max_tokens: FillTokens = None
     temperature: float | None = Field(None, ge=0.0, le=2.0)
     top_p: float | None = Field(None, gt=0.0, le=1.0)
     seed: Seed | None = None
     stop: Stop = None
     n: int | None = Field(None, ge=1, le=MAX_CHOICES)
-    stream: bool | None = None
-    stream_options: StreamOptions | None = None
 
     @property
     def stops(self) -> tuple[str, ...]:
@@ -51,10 +74,6 @@ class _Sampling(_OpenAIBody):
     @property
     def choices_per_prompt(self) -> int:
         return self.n or 1
-
-    @property
-    def include_usage(self) -> bool:
-        return bool(self.stream_options and self.stream_options.include_usage)
 
 
 class CompletionBody(_Sampling):
@@ -76,10 +95,7 @@ class CompletionBody(_Sampling):
     @field_validator("logprobs")
     @classmethod
     def _no_logprobs(cls, value):
-        if value is not None:
-            raise ValueError("logprobs are not supported: a diffusion fill commits tokens out of order, and "
-                             "per-token log-probabilities are not reported (send null)")
-        return value
+        return refuse_logprobs(value, value is not None, "send null")
 
     @field_validator("best_of")
     @classmethod
@@ -97,19 +113,24 @@ class CompletionBody(_Sampling):
         return OPENAI_DEFAULT_MAX_TOKENS if self.max_tokens is None else self.max_tokens
 
 
+class ContentPart(_OpenAIBody):
+    """One of OpenAI's content parts; only text parts are read, and their text is whole text
+    (a lone surrogate would break the tokenizer and the answer's encoding: a 400, not a 500)."""
+
+    type: str
+    text: Text | None = None
+
+
 class ChatMessage(_OpenAIBody):
     role: Literal["system", "user", "assistant", "developer"]
     # A string, or OpenAI's list of content parts of which only text parts are read.
-    content: Text | list[dict] | None = None
+    content: Text | list[ContentPart] | None = None
 
     def text(self) -> str:
         if isinstance(self.content, list):
-            parts = []
-            for part in self.content:
-                if part.get("type") != "text" or not isinstance(part.get("text"), str):
-                    raise ValueError("only text content parts are supported")
-                parts.append(part["text"])
-            return "".join(parts)
+            if any(part.type != "text" or part.text is None for part in self.content):
+                raise ValueError("only text content parts are supported")
+            return "".join(part.text for part in self.content)
         return self.content or ""
 
 
@@ -117,7 +138,7 @@ class ChatBody(_Sampling):
     """POST /v1/chat/completions: messages rendered by the checkpoint's chat template."""
 
     messages: Annotated[list[ChatMessage], Field(min_length=1, max_length=256)]
-    max_completion_tokens: int | None = Field(None, ge=1, le=MAX_FILL_TOKENS)
+    max_completion_tokens: FillTokens = None
     # Inception's name: stream every intermediate canvas (whole text, masks shown) instead of deltas.
     diffusing: bool | None = None
     tools: list | None = None
@@ -141,9 +162,7 @@ class ChatBody(_Sampling):
     @field_validator("logprobs")
     @classmethod
     def _no_logprobs(cls, value):
-        if value:
-            raise ValueError("logprobs are not supported (send false or null)")
-        return value
+        return refuse_logprobs(value, bool(value), "send false or null")
 
     @property
     def fill_tokens(self) -> int:
@@ -154,9 +173,9 @@ class ChatBody(_Sampling):
 DEFAULT_CHAT_TOKENS = 256  # OpenAI's chat default is "until done": ours must be a canvas length
 
 
-class EditBody(_OpenAIBody):
+class EditBody(_Addressed):
     """POST /v1/edit/completions: one user message in a Mercury Edit format (edit.py)."""
 
-    model: Text | None = None  # echoed back: a lone surrogate would break the answer's encoding
     messages: Annotated[list[ChatMessage], Field(min_length=1, max_length=16)]
-    stream: bool | None = None
+    # Mercury Edit's clients send max_tokens, temperature, top_p, presence_penalty too: accepted and
+    # ignored (the answer's length is the merged code or the editable region, not a token budget).

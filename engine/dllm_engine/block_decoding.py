@@ -77,7 +77,9 @@ def shifted_canvas_logits(runner, contexts, canvases: torch.Tensor, canvas_lens:
         need = lens
     need = torch.minimum(torch.maximum(need, done), lens).clamp(min=0)
     run = max(0, int(need.max()))
-    batch = runner._stack_contexts(contexts, run + 1)
+    # Blocks of 1: room for the rest of the canvas, so the buffer outlives the folds (fold_committed).
+    spare = width + 1 if absorb and block == 1 else 0
+    batch = runner._stack_contexts(contexts, run + 1, spare)
     ctx_lens, t_max = batch.lens, batch.t_max
     src = (offset[:, None] + torch.arange(run, device=dev)[None]).clamp(max=width - 1)
     last_ids = torch.tensor([c.last_id for c in contexts], dtype=torch.long, device=dev)
@@ -103,7 +105,8 @@ def shifted_canvas_logits(runner, contexts, canvases: torch.Tensor, canvas_lens:
                                   compact=compact and rows is not None, return_kv=fold or keep)
     if fold:
         _append_finished(runner, contexts, canvases, offset, done, new_kv)
-    runner.last_pass = PassRows(contexts, ids.cpu(), real.cpu(), done.tolist(), offset.tolist(), new_kv) if keep else None
+    runner.last_pass = PassRows(contexts, ids.cpu(), real.cpu(), done.tolist(), offset.tolist(), new_kv,
+                                batch) if keep else None
     if compact and rows is not None:
         return logits  # row-major over (canvas, slot): the same order as rows.nonzero()
     out = logits.new_zeros(b, width, logits.shape[-1])
@@ -122,28 +125,33 @@ class PassRows:
     done: list[int]  # rows 0 .. done - 1 joined the context already (_append_finished)
     offset: list[int]
     kv: list  # per layer (k, v), [B, Hkv, R, D]
+    batch: object = None  # the runner's StackedContexts the pass ran on (its rows are written in it)
 
 
 def _rows_kv(new_kv, i: int, start: int, stop: int) -> torch.Tensor:
     return torch.stack([torch.stack((k[i, :, start:stop], v[i, :, start:stop])) for k, v in new_kv])  # [layers, 2, Hkv, n, D]
 
 
-def _fold(runner, ctx, tokens: torch.Tensor, kv: torch.Tensor, last_id: int, absorbed: int) -> None:
+def _fold(runner, ctx, tokens: torch.Tensor, kv: torch.Tensor, last_id: int, absorbed: int) -> bool:
     """`tokens` (with their K/V from this pass, exact: nothing after them was visible) join
     the context, and `last_id` becomes its held-out token. In place: contexts are the
-    engine's own per-hole objects."""
+    engine's own per-hole objects. True when the context's new K/V are this pass's own rows
+    (not an older entry's, nor a fresh encode)."""
     ids = torch.cat((ctx.ids, tokens))
     have = ctx.ids.numel()
     key, entry, reuse = runner.cache.lookup(ids, full=True)
+    own_rows = False
     if entry is not None and reuse >= have:  # the hole's own entry (or one that holds more of it)
         extra = kv[:, :, :, reuse - have:]
         stored = runner.cache.store(ids, key, reuse, extra) if extra.shape[3] else entry
         ctx.kv = stored.buf[:, :, :, :ids.numel()]
+        own_rows = reuse == have
     else:  # its entry was evicted meanwhile: encode the context again
         ctx.kv = runner._encode(ids).kv
     ctx.length, ctx.ids = ids.numel(), ids
     ctx.last_id, ctx.absorbed = last_id, absorbed
     ctx.serial = next(_serials)  # a new identity: batch buffers stacked from the old K/V are stale
+    return own_rows
 
 
 def _append_finished(runner, contexts, canvases, offset, done, new_kv) -> None:
@@ -177,4 +185,9 @@ def fold_committed(runner, canvases: torch.Tensor, mask_id: int) -> None:
         while (j + 1 < p.ids.shape[1] and bool(p.real[i, j + 1]) and off + j + 1 < width
                and int(p.ids[i, j + 1]) == int(rows[i, off + j]) and int(rows[i, off + j + 1]) != mask_id):
             j += 1
-        _fold(runner, ctx, p.ids[i, d:j + 1], _rows_kv(p.kv, i, d, j + 1), int(rows[i, off + j]), off + j + 1)
+        old_length = ctx.length
+        own_rows = _fold(runner, ctx, p.ids[i, d:j + 1], _rows_kv(p.kv, i, d, j + 1), int(rows[i, off + j]), off + j + 1)
+        if own_rows and d == 0 and len(p.contexts) == 1 and p.batch is not None:
+            # The pass wrote these rows right after the context in its batch buffer, so that
+            # buffer now holds the grown context as is: keep it (no re-stacking next pass).
+            runner.carry_batch(p.batch, ctx, old_length)

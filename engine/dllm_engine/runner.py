@@ -203,11 +203,12 @@ class ModelRunner:
         stored = self.cache.store(ids, key, reuse, new)
         return EncodedContext(kv=stored.buf[:, :, :, : ids.numel()], length=ids.numel(), reused=reuse)
 
-    def _stack_contexts(self, contexts: list[EncodedContext], canvas_len: int) -> "StackedContexts":
+    def _stack_contexts(self, contexts: list[EncodedContext], canvas_len: int, spare: int = 0) -> "StackedContexts":
         """Pad every context's K/V to the longest, once per batch composition.
 
         The buffer keeps room after the contexts for the canvas rows, which each
-        pass writes in place (no per-pass copy of the whole context).
+        pass writes in place (no per-pass copy of the whole context); at least `spare`
+        rows of it when a new buffer is made (a context that grows in it: carry_batch).
         """
         key = tuple(c.serial for c in contexts)
         old = self._batches.get(key)
@@ -215,7 +216,7 @@ class ModelRunner:
             self._batches.move_to_end(key)
             return old
         t_max = max(c.length for c in contexts)
-        room = 2 * canvas_len if old is not None else canvas_len  # a canvas that grew may grow again
+        room = max(2 * canvas_len if old is not None else canvas_len, spare)  # a canvas that grew may grow again
         layers, _, hkv, _, d = contexts[0].kv.shape
         stacked = contexts[0].kv.new_zeros(layers, 2, len(contexts), hkv, t_max + room, d)
         for row, ctx in enumerate(contexts):
@@ -227,6 +228,24 @@ class ModelRunner:
         while len(self._batches) > MAX_CACHED_BATCHES:
             self._batches.popitem(last=False)
         return batch
+
+    def carry_batch(self, batch: "StackedContexts", ctx: EncodedContext, old_length: int) -> None:
+        """A one-context batch whose pass wrote the rows that just joined `ctx` right after
+        its old `old_length` rows: the buffer holds the grown context exactly, so it is kept
+        under the context's new identity, with less room, instead of being stacked again
+        (a copy of the whole context's K/V every pass of a blocks-of-1 fill)."""
+        grown = ctx.length - old_length
+        if batch.t_max != old_length or grown > batch.room:
+            return
+        for key, kept in self._batches.items():
+            if kept is batch:
+                del self._batches[key]
+                break
+        else:
+            return
+        batch.t_max, batch.room = ctx.length, batch.room - grown
+        batch.lens = torch.tensor([ctx.length], device=self.device)
+        self._batches[(ctx.serial,)] = batch
 
     @torch.inference_mode()
     def canvas_logits(self, contexts: list[EncodedContext], canvases: torch.Tensor, canvas_lens: torch.Tensor,

@@ -49,3 +49,31 @@ def test_drafting_is_off_for_sampled_fills(engines):
 
     res = engines[8].infill(InfillRequest(holes=[HOLES[0]], params=DiffusionParams(temperature=0.7, seed=3))).holes[0]
     assert all(n == 1 for n in res.committed_per_pass)
+
+
+def test_a_fill_keeps_its_batch_buffer_across_passes(engines, monkeypatch):
+    """Blocks of 1: each pass's committed rows join the context right where the pass wrote
+    them in the batch buffer, so the buffer is carried over (runner.carry_batch) instead of
+    the whole context's K/V being stacked again every pass; the fill is the same either way."""
+    engine = engines[8]
+    runner = engine.runner
+    made = []
+    stack = runner._stack_contexts
+
+    def counting(contexts, canvas_len, spare=0):
+        batch = stack(contexts, canvas_len, spare)
+        if all(batch is not b for b in made):
+            made.append(batch)
+        return batch
+
+    monkeypatch.setattr(runner, "_stack_contexts", counting)
+    hole = Hole(prefix=REPEATING, suffix="\n}\n", max_tokens=32, stop=("\n",))
+    carried = engine.infill(InfillRequest(holes=[hole])).holes[0]
+    buffers_carried = len(made)
+    made.clear()
+    monkeypatch.setattr(runner, "carry_batch", lambda *args: None)
+    restacked = engine.infill(InfillRequest(holes=[hole])).holes[0]
+    assert carried.text == restacked.text and carried.passes == restacked.passes
+    assert carried.passes >= 4
+    # One buffer per canvas size (the canvas grows from 8 slots to 16 on this fill), not per pass
+    assert buffers_carried <= 2 and len(made) == restacked.passes

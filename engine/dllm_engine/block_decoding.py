@@ -132,26 +132,22 @@ def _rows_kv(new_kv, i: int, start: int, stop: int) -> torch.Tensor:
     return torch.stack([torch.stack((k[i, :, start:stop], v[i, :, start:stop])) for k, v in new_kv])  # [layers, 2, Hkv, n, D]
 
 
-def _fold(runner, ctx, tokens: torch.Tensor, kv: torch.Tensor, last_id: int, absorbed: int) -> bool:
+def _fold(runner, ctx, tokens: torch.Tensor, kv: torch.Tensor, last_id: int, absorbed: int) -> None:
     """`tokens` (with their K/V from this pass, exact: nothing after them was visible) join
     the context, and `last_id` becomes its held-out token. In place: contexts are the
-    engine's own per-hole objects. True when the context's new K/V are this pass's own rows
-    (not an older entry's, nor a fresh encode)."""
+    engine's own per-hole objects."""
     ids = torch.cat((ctx.ids, tokens))
     have = ctx.ids.numel()
     key, entry, reuse = runner.cache.lookup(ids, full=True)
-    own_rows = False
     if entry is not None and reuse >= have:  # the hole's own entry (or one that holds more of it)
         extra = kv[:, :, :, reuse - have:]
         stored = runner.cache.store(ids, key, reuse, extra) if extra.shape[3] else entry
         ctx.kv = stored.buf[:, :, :, :ids.numel()]
-        own_rows = reuse == have
     else:  # its entry was evicted meanwhile: encode the context again
         ctx.kv = runner._encode(ids).kv
     ctx.length, ctx.ids = ids.numel(), ids
     ctx.last_id, ctx.absorbed = last_id, absorbed
     ctx.serial = next(_serials)  # a new identity: batch buffers stacked from the old K/V are stale
-    return own_rows
 
 
 def _append_finished(runner, contexts, canvases, offset, done, new_kv) -> None:
@@ -186,8 +182,8 @@ def fold_committed(runner, canvases: torch.Tensor, mask_id: int) -> None:
                and int(p.ids[i, j + 1]) == int(rows[i, off + j]) and int(rows[i, off + j + 1]) != mask_id):
             j += 1
         old_length = ctx.length
-        own_rows = _fold(runner, ctx, p.ids[i, d:j + 1], _rows_kv(p.kv, i, d, j + 1), int(rows[i, off + j]), off + j + 1)
-        if own_rows and d == 0 and len(p.contexts) == 1 and p.batch is not None:
-            # The pass wrote these rows right after the context in its batch buffer, so that
-            # buffer now holds the grown context as is: keep it (no re-stacking next pass).
+        _fold(runner, ctx, p.ids[i, d:j + 1], _rows_kv(p.kv, i, d, j + 1), int(rows[i, off + j]), off + j + 1)
+        if d == 0 and len(p.contexts) == 1 and p.batch is not None:
+            # These rows sit right after the context in the pass's batch buffer: keep the
+            # buffer for the grown context (no re-stacking of the whole context next pass).
             runner.carry_batch(p.batch, ctx, old_length)

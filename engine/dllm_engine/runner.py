@@ -230,12 +230,14 @@ class ModelRunner:
         return batch
 
     def carry_batch(self, batch: "StackedContexts", ctx: EncodedContext, old_length: int) -> None:
-        """A one-context batch whose pass wrote the rows that just joined `ctx` right after
-        its old `old_length` rows: the buffer holds the grown context exactly, so it is kept
-        under the context's new identity, with less room, instead of being stacked again
-        (a copy of the whole context's K/V every pass of a blocks-of-1 fill)."""
+        """A one-context batch whose pass ran the rows that just joined `ctx` right after its
+        old `old_length` rows: the buffer is kept under the context's new identity, with less
+        room, instead of being stacked again (a copy of the whole context's K/V every pass of
+        a blocks-of-1 fill). The joined rows are copied in from the context's own K/V (the
+        pass's rows, or an older entry's for the same tokens), so the buffer is exactly what
+        stacking would make."""
         grown = ctx.length - old_length
-        if batch.t_max != old_length or grown > batch.room:
+        if batch.t_max != old_length or grown > batch.room or batch.buf.shape[2] != 1:
             return
         for key, kept in self._batches.items():
             if kept is batch:
@@ -243,6 +245,7 @@ class ModelRunner:
                 break
         else:
             return
+        batch.buf[:, :, 0, :, old_length:ctx.length] = ctx.kv[:, :, :, old_length:ctx.length]
         batch.t_max, batch.room = ctx.length, batch.room - grown
         batch.lens = torch.tensor([ctx.length], device=self.device)
         self._batches[(ctx.serial,)] = batch

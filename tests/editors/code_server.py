@@ -92,6 +92,10 @@ class Run:
     timeout_s: float = 240
 
 
+# In Run.args: the path of this run's user settings.json (a driver may change settings).
+SETTINGS_FILE = "{settings.json}"
+
+
 class DriverFailed(AssertionError):
     """The browser driver reported a failed step."""
 
@@ -150,7 +154,8 @@ def _run_once(run: Run, tmp_path: Path, artifacts: Path, vsix: Path) -> tuple[di
                     raise AssertionError("code-server did not start:\n" + (tmp_path / "code-server.log").read_text())
                 time.sleep(0.5)
         proc = subprocess.run(
-            ["node", str(E2E / run.driver), url, str(workspace), str(shots), run.file, *run.args],
+            ["node", str(E2E / run.driver), url, str(workspace), str(shots), run.file,
+             *(str(data / "User" / "settings.json") if a == SETTINGS_FILE else a for a in run.args)],
             cwd=E2E, env=env, capture_output=True, text=True, timeout=run.timeout_s,
         )
     finally:

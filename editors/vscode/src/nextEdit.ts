@@ -6,7 +6,7 @@
 // README.md). Every decision is the server's; this file asks, draws and applies.
 import * as vscode from "vscode";
 import { CancellationTokenSource, LanguageClient, State } from "vscode-languageclient/node";
-import { WireEdit, afterText, duplicatesProposal, editLines, hoverDiff, isOffscreen } from "./nextEditView";
+import { VersionedProposals, WireEdit, afterText, duplicatesProposal, editLines, hoverDiff, isOffscreen } from "./nextEditView";
 
 const NEXT_EDIT = "dllm/nextEdit";
 // The server waits `nextEdit.debounceMs` after the last keystroke before it asks the
@@ -31,7 +31,7 @@ export interface NextEditHost {
 }
 
 export class NextEdits implements vscode.Disposable {
-  private readonly proposals = new Map<string, Proposal>();
+  private readonly proposals = new VersionedProposals<Proposal>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
   private readonly inflight = new Map<string, CancellationTokenSource>();
   private readonly oldText = vscode.window.createTextEditorDecorationType({
@@ -73,8 +73,7 @@ export class NextEdits implements vscode.Disposable {
 
   /** The proposal for this document's current version; a stale one is never returned. */
   shown(document: vscode.TextDocument): Proposal | undefined {
-    const proposal = this.proposals.get(document.uri.toString());
-    return proposal && proposal.version === document.version ? proposal : undefined;
+    return this.proposals.current(document.uri.toString(), document.version)?.value;
   }
 
   /** Middleware for inline completion: drop items that only repeat the proposal drawn. */
@@ -178,7 +177,10 @@ export class NextEdits implements vscode.Disposable {
       return edits;
     }
     const p2c = client.protocol2CodeConverter;
-    this.proposals.set(uri, { version, edits, ranges: edits.map((e) => p2c.asRange(e.range)) });
+    const proposal = { version, edits, ranges: edits.map((e) => p2c.asRange(e.range)) };
+    if (!this.proposals.put(uri, version, document.version, proposal)) {
+      return undefined;
+    }
     this.redraw(document);
     this.updateContext();
     return edits;
@@ -229,7 +231,7 @@ export class NextEdits implements vscode.Disposable {
   }
 
   private clear(uri: string): void {
-    if (!this.proposals.delete(uri)) {
+    if (!this.proposals.drop(uri)) {
       return;
     }
     for (const editor of vscode.window.visibleTextEditors.filter((e) => e.document.uri.toString() === uri)) {

@@ -78,3 +78,29 @@ export function duplicatesProposal(itemRange: WireRange | undefined, edits: read
   }
   return edits.some((e) => overlaps(itemRange, e.range));
 }
+
+/** Proposals by document, each kept for the version it was computed on: `current` gives
+ *  one only while the document is still at that version, so a stale one (the document
+ *  moved on while it was computed, or since it was drawn) is never shown nor applied. */
+export class VersionedProposals<T> {
+  private readonly byUri = new Map<string, { version: number; value: T }>();
+
+  /** Keep `value` when the answer is for the document's version now; false (dropped) otherwise. */
+  put(uri: string, askedVersion: number, versionNow: number, value: T): boolean {
+    if (askedVersion !== versionNow) {
+      return false;
+    }
+    this.byUri.set(uri, { version: askedVersion, value });
+    return true;
+  }
+
+  current(uri: string, versionNow: number): { version: number; value: T } | undefined {
+    const entry = this.byUri.get(uri);
+    return entry && entry.version === versionNow ? entry : undefined;
+  }
+
+  /** Forget the document's proposal; true when there was one. */
+  drop(uri: string): boolean {
+    return this.byUri.delete(uri);
+  }
+}

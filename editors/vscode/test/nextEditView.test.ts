@@ -1,6 +1,6 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { WireEdit, afterText, duplicatesProposal, hoverDiff, isOffscreen, overlaps } from "../src/nextEditView";
+import { VersionedProposals, WireEdit, afterText, duplicatesProposal, hoverDiff, isOffscreen, overlaps } from "../src/nextEditView";
 
 const range = (l1: number, c1: number, l2: number, c2: number) => ({
   start: { line: l1, character: c1 },
@@ -43,4 +43,16 @@ test("an inline item that replaces text the proposal covers is a duplicate; an i
   assert.equal(duplicatesProposal(range(1, 20, 1, 20), edits), false); // ghost text at the cursor
   assert.equal(duplicatesProposal(undefined, edits), false);
   assert.equal(duplicatesProposal(range(2, 0, 2, 4), edits), false);
+});
+
+test("a proposal is kept for the version it was computed on, never given for another", () => {
+  const store = new VersionedProposals<string>();
+  assert.equal(store.put("file:///a.py", 3, 4, "late"), false); // the document moved on meanwhile
+  assert.equal(store.current("file:///a.py", 3), undefined);
+  assert.equal(store.put("file:///a.py", 4, 4, "edit"), true);
+  assert.deepEqual(store.current("file:///a.py", 4), { version: 4, value: "edit" });
+  assert.equal(store.current("file:///a.py", 5), undefined); // typed since: stale, not applied
+  assert.equal(store.current("file:///b.py", 4), undefined);
+  assert.equal(store.drop("file:///a.py"), true);
+  assert.equal(store.drop("file:///a.py"), false);
 });

@@ -256,18 +256,26 @@ export class NextEdits implements vscode.Disposable {
     }
   }
 
+  /** The active editor and the proposal it shows, if any. */
+  private active(): { editor: vscode.TextEditor; proposal: Proposal } | undefined {
+    const editor = vscode.window.activeTextEditor;
+    const proposal = editor && this.shown(editor.document);
+    return editor && proposal ? { editor, proposal } : undefined;
+  }
+
   /** Apply the proposal shown as one edit (one undo step). A proposal for an older
    *  version is dropped, never applied; with none shown, Tab is a Tab. */
   async accept(): Promise<boolean> {
-    const editor = vscode.window.activeTextEditor;
-    const proposal = editor && this.shown(editor.document);
-    if (!editor || !proposal) {
+    const shown = this.active();
+    if (!shown) {
+      const editor = vscode.window.activeTextEditor;
       if (editor) {
         this.clear(editor.document.uri.toString());
       }
       await vscode.commands.executeCommand("tab");
       return false;
     }
+    const { editor, proposal } = shown;
     this.clear(editor.document.uri.toString());
     this.notify("dllm/acceptEdit", editor.document, proposal.version);
     const applied = await editor.edit((builder) => {
@@ -280,11 +288,11 @@ export class NextEdits implements vscode.Disposable {
   }
 
   reject(): boolean {
-    const editor = vscode.window.activeTextEditor;
-    const proposal = editor && this.shown(editor.document);
-    if (!editor || !proposal) {
+    const shown = this.active();
+    if (!shown) {
       return false;
     }
+    const { editor, proposal } = shown;
     this.clear(editor.document.uri.toString());
     this.notify("dllm/rejectEdit", editor.document, proposal.version);
     return true;
@@ -292,11 +300,11 @@ export class NextEdits implements vscode.Disposable {
 
   /** Put the cursor at the proposal's start and scroll it into view. */
   jump(): boolean {
-    const editor = vscode.window.activeTextEditor;
-    const proposal = editor && this.shown(editor.document);
-    if (!editor || !proposal) {
+    const shown = this.active();
+    if (!shown) {
       return false;
     }
+    const { editor, proposal } = shown;
     const start = proposal.ranges[0].start;
     editor.selection = new vscode.Selection(start, start);
     editor.revealRange(proposal.ranges[0], vscode.TextEditorRevealType.InCenterIfOutsideViewport);

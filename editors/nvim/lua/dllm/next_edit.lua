@@ -92,12 +92,12 @@ function M.request(bufnr, on_done)
     position = { line = cursor[1] - 1, character = vim.lsp.util.character_offset(bufnr, cursor[1] - 1, math.min(cursor[2], #line), client.offset_encoding) },
   }
   lsp.request(client, "dllm/nextEdit", params, function(err, result)
-    local b = marks:attach(bufnr, client.id)
     -- A reply for an older version is dropped: the buffer moved on.
     if err or not vim.api.nvim_buf_is_valid(bufnr) or vim.lsp.util.buf_versions[bufnr] ~= version then
       if on_done then on_done(nil) end
       return
     end
+    local b = marks:attach(bufnr, client.id)
     if type(result) ~= "table" or #result == 0 then
       M.clear(bufnr)
     else

@@ -1,57 +1,21 @@
 -- Drives the dllm Neovim plugin headless, like a person would, and writes what
 -- it saw to a JSON file that test_nvim.py checks. Runs on Neovim 0.7 to 0.11:
 --   nvim --headless -u NONE -i NONE -n -c 'luafile tests/editors/nvim_driver.lua'
--- Environment: DLLM_PLUGIN (editors/nvim), DLLM_CMD (JSON server command),
--- DLLM_FILE (Python file to edit; line DLLM_LINE is blank and gets the ghost),
--- DLLM_RESULT (JSON output), DLLM_TIMEOUT_MS.
+-- Environment: what nvim_harness.lua reads (the plugin, the server, the file, the
+-- result's path), DLLM_LINE (a blank line of the file, which gets the ghost) and
+-- DLLM_GHOST_TIMEOUT_MS.
 local env = vim.env
-local result = { steps = {} }
-local timeout = tonumber(env.DLLM_TIMEOUT_MS or "20000")
+local H = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "nvim_harness.lua")
+local result, timeout, log, finish, lines = H.result, H.timeout, H.log, H.finish, H.lines
 local uv = vim.uv or vim.loop
 
-local function log(step)
-  result.steps[#result.steps + 1] = step
-end
-
-local function finish(ok, message)
-  result.ok = ok
-  result.error = message
-  local f = assert(io.open(env.DLLM_RESULT, "w"))
-  f:write(vim.fn.json_encode(result))
-  f:close()
-  vim.cmd(ok and "qall!" or "cquit 1")
-end
-
-local function lines()
-  return vim.api.nvim_buf_get_lines(0, 0, -1, true)
-end
-
-vim.opt.runtimepath:prepend(env.DLLM_PLUGIN)
-vim.cmd("filetype on")
-vim.o.swapfile = false
-vim.o.expandtab = true
-
 local function main()
-  -- DLLM_PYTHON: the plugin builds `python -m dllm_lsp serve` itself.
-  local server = env.DLLM_PYTHON and { python = env.DLLM_PYTHON } or { cmd = vim.fn.json_decode(env.DLLM_CMD) }
-  require("dllm").setup({
-    cmd = server.cmd,
-    python = server.python,
-    ghost_text = { debounce_ms = 30 },
-    settings = vim.fn.json_decode(env.DLLM_SETTINGS or "{}"),
-  })
-  vim.cmd("edit " .. vim.fn.fnameescape(env.DLLM_FILE))
+  H.start({ ghost_text = { debounce_ms = 30 } })
 
-local lsp = require("dllm.lsp")
 local ghost = require("dllm.ghost")
 local status = require("dllm.status")
-result.version = tostring(vim.version().major) .. "." .. tostring(vim.version().minor)
 result.native_inline = ghost.native
-
-if not vim.wait(timeout, function() return lsp.client(0) ~= nil end, 50) then
-  return finish(false, "no dllm client attached to " .. env.DLLM_FILE)
-end
-log("attached")
+H.wait_attached()
 -- The engine loads in the background; ghost text needs it ready.
 vim.wait(timeout, function() return status.current ~= nil and status.current.state ~= "loading" end, 50)
 result.status = status.current
@@ -146,7 +110,4 @@ result.health = vim.api.nvim_buf_get_lines(0, 0, -1, false)
 finish(true)
 end
 
-local ok, err = xpcall(main, debug.traceback)
-if not ok then
-  finish(false, "driver: " .. tostring(err))
-end
+H.run(main)

@@ -5,8 +5,6 @@ applies it."""
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,38 +12,21 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).parents[1] / "lsp"))
-from editor_env import REPO, server_env  # noqa: E402
+from nvim_run import NVIM_PARAMS, NVIMS, drive  # noqa: E402
 from scripted_engine import ScriptedDaemon  # noqa: E402
-from test_nvim import NVIM_PARAMS, NVIMS  # noqa: E402
 
 TEXT = "def area(w, height):\n    return w * height\n\n\nprint(area(2, 3))\n"
 
 
 @pytest.mark.parametrize("which", NVIM_PARAMS)
 def test_nvim_shows_jumps_to_and_applies_a_next_edit(which, tmp_path, artifacts):
-    project = tmp_path / "project"
-    project.mkdir()
-    (project / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
-    source = project / "shapes.py"
-    source.write_text(TEXT)
-    out = tmp_path / "result.json"
     with ScriptedDaemon() as daemon:
         daemon.engine.rules = [("return ", "width")]
-        env = server_env()
-        env.update(
-            DLLM_PLUGIN=str(REPO / "editors" / "nvim"),
-            DLLM_CMD=json.dumps([sys.executable, "-m", "dllm_lsp", "serve"]),
-            DLLM_SETTINGS=json.dumps({"engine": {"mode": "remote", "url": daemon.url},
-                                      "nextEdit": {"enabled": True, "debounceMs": 0}}),
-            DLLM_FILE=str(source), DLLM_RESULT=str(out), DLLM_TIMEOUT_MS="20000",
-        )
-        proc = subprocess.run([NVIMS[which], "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c",
-                               f"luafile {REPO / 'tests/editors/nvim_next_edit_driver.lua'}"],
-                              cwd=project, env=env, capture_output=True, text=True, timeout=120)
-    assert out.exists(), f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
-    result = json.loads(out.read_text())
-    (artifacts / f"nvim-{which}-next-edit.json").write_text(json.dumps(result, indent=2))
-    assert result["ok"], f"{result.get('error')}\n{proc.stderr}"
+        result = drive(NVIMS[which], [sys.executable, "-m", "dllm_lsp", "serve"], tmp_path, artifacts,
+                       f"nvim-{which}-next-edit", 20000, 0, text=TEXT, file="shapes.py",
+                       driver="nvim_next_edit_driver.lua",
+                       settings={"engine": {"mode": "remote", "url": daemon.url},
+                                 "nextEdit": {"enabled": True, "debounceMs": 0}})
     assert [e["newText"] for e in result["edits"]] == ["width"]
     struck = [m for m in result["marks"] if m["hl"] == "DllmNextEditOld"]
     assert [(m["row"], m["col"], m["end_row"], m["end_col"]) for m in struck] == [(1, 11, 1, 12)]

@@ -58,3 +58,21 @@ def test_setting_choices_are_the_servers():
             assert not errors, (key, value, errors)
             checked += 1
     assert checked >= 3
+
+
+def test_next_edit_settings_default_to_the_servers():
+    """`dllm.nextEdit.*` pass through as the server's `nextEdit` options: same names, same
+    defaults (off until measured), and the client's choices parse."""
+    from dllm_lsp.server.options import parse_options
+
+    props = json.loads((REPO / "editors/vscode/package.json").read_text())["contributes"]["configuration"]["properties"]
+    ours = {k.split(".", 2)[2]: v["default"] for k, v in props.items() if k.startswith("dllm.nextEdit.")}
+    options, errors = parse_options({"nextEdit": ours})
+    assert not errors, errors
+    defaults, _ = parse_options({})
+    assert options == defaults, "the extension's nextEdit defaults differ from the server's"
+    assert ours["enabled"] is False and set(ours) == {"enabled", "maxLines", "minConfidence", "debounceMs"}
+    keys = {(b["command"], b["key"]) for b in json.loads((REPO / "editors/vscode/package.json").read_text())
+            ["contributes"]["keybindings"]}
+    assert {("dllm-lsp.acceptNextEdit", "tab"), ("dllm-lsp.rejectNextEdit", "escape"),
+            ("dllm-lsp.jumpToNextEdit", "tab")} <= keys

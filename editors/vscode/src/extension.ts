@@ -13,15 +13,21 @@ import {
 import { registerCommands } from "./commands";
 import { canImportDllm, resolvePython } from "./python";
 import { pythonExtensionInterpreter } from "./pythonExtension";
+import { NextEdits } from "./nextEdit";
 import { LAUNCH_SETTINGS, initializationOptions } from "./settings";
 import { EngineStatusBar } from "./statusBar";
 import { EngineStatus } from "./statusFormat";
 
 const LANGUAGES = ["python", "javascript", "javascriptreact", "typescript", "typescriptreact", "go", "rust", "c", "cpp", "java"];
+const SELECTOR = LANGUAGES.flatMap((language) => [
+  { scheme: "file", language },
+  { scheme: "untitled", language },
+]);
 
 let client: LanguageClient | undefined;
 let output: vscode.LogOutputChannel;
 let statusBar: EngineStatusBar;
+let nextEdits: NextEdits;
 
 function settings(): vscode.WorkspaceConfiguration {
   return vscode.workspace.getConfiguration("dllm");
@@ -70,13 +76,15 @@ async function startClient(): Promise<void> {
     options: { env, cwd: folders[0] },
   };
   const clientOptions: LanguageClientOptions = {
-    documentSelector: LANGUAGES.flatMap((language) => [
-      { scheme: "file", language },
-      { scheme: "untitled", language },
-    ]),
+    documentSelector: SELECTOR,
     initializationOptions: serverOptionsFromSettings(),
     outputChannel: output,
     traceOutputChannel: output,
+    middleware: {
+      // The server also offers a next edit as an inline item on its line; the decoration shows it.
+      provideInlineCompletionItems: async (document, position, context, token, next) =>
+        nextEdits.filterInline(document, await next(document, position, context, token)),
+    },
   };
   client = new LanguageClient("dllm", "dllm", serverOptions, clientOptions);
   client.onNotification("dllm/status", (status: EngineStatus) => statusBar.update(status));
@@ -124,7 +132,13 @@ async function onConfigurationChanged(event: vscode.ConfigurationChangeEvent): P
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   output = vscode.window.createOutputChannel("dllm", { log: true });
   statusBar = new EngineStatusBar();
-  context.subscriptions.push(output, statusBar);
+  nextEdits = new NextEdits({
+    client: () => client,
+    output,
+    selector: SELECTOR,
+    autoRequest: () => settings().get<boolean>("enable", true) && settings().get<boolean>("nextEdit.enabled", false),
+  });
+  context.subscriptions.push(output, statusBar, nextEdits);
   registerCommands(context, { client: () => client, statusBar, output, restartServer });
   context.subscriptions.push(vscode.workspace.onDidChangeConfiguration((e) => void onConfigurationChanged(e)));
   await startClient();

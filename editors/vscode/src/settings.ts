@@ -19,6 +19,7 @@ export interface InitializationOptions {
   languages: unknown;
   diffusion: Record<string, unknown>;
   fillMarker: unknown;
+  nextEdit: Record<string, unknown>;
 }
 
 // Unset (null) values are left out: the server's default is the same, and a
@@ -46,5 +47,6 @@ export function initializationOptions(get: SettingGetter): InitializationOptions
     languages: get("languages"),
     diffusion: pick(get, "diffusion", ["threshold", "temperature", "confidence", "seed", "maxPasses"]),
     fillMarker: get("fillMarker"),
+    nextEdit: pick(get, "nextEdit", ["enabled", "maxLines", "minConfidence", "debounceMs"]),
   };
 }

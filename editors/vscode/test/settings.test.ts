@@ -18,6 +18,8 @@ test("settings map to the server's camelCase initializationOptions", () => {
     "diffusion.threshold": 0.8,
     "diffusion.seed": 3,
     fillMarker: "TODO",
+    "nextEdit.enabled": true,
+    "nextEdit.minConfidence": 0.5,
   };
   const options = JSON.parse(JSON.stringify(initializationOptions((key) => values[key])));
   assert.deepEqual(options, {
@@ -31,6 +33,7 @@ test("settings map to the server's camelCase initializationOptions", () => {
     languages: { python: true, go: false },
     diffusion: { threshold: 0.8, seed: 3 },
     fillMarker: "TODO",
+    nextEdit: { enabled: true, minConfidence: 0.5 },
   });
 });
 

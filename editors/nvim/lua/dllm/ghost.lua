@@ -4,51 +4,32 @@
 -- virtual text: the rest of the cursor line inline, further lines as virt_lines.
 local config = require("dllm.config")
 local lsp = require("dllm.lsp")
+local overlay = require("dllm.overlay")
 
 local M = {}
-local ns = vim.api.nvim_create_namespace("dllm_ghost")
-local uv = vim.uv or vim.loop
-local buffers = {} -- bufnr -> { client_id, timer, ghost = {row, start_col, end_col, text, shown} }
+-- Per buffer: { client_id, timer, item = the ghost {row, start_col, end_col, cursor_col, text, shown} }.
+local marks = overlay.new("dllm_ghost")
+local ns = marks.namespace
+local byte_col = overlay.byte_col
 
 M.native = vim.lsp.inline_completion ~= nil and vim.lsp.inline_completion.enable ~= nil
 M.namespace = ns
 
--- LSP character offsets (in the client's encoding) to byte columns.
-local function byte_col(line, character, encoding)
-  if encoding == "utf-8" then
-    return math.min(character, #line)
-  end
-  local ok, col
-  if lsp.has("nvim-0.11") then
-    ok, col = pcall(vim.str_byteindex, line, encoding, character, false)
-  else
-    ok, col = pcall(vim.str_byteindex, line, character, encoding == "utf-16")
-  end
-  return ok and col or #line
-end
-
 function M.clear(bufnr)
-  local b = buffers[bufnr]
-  if b then
-    b.ghost = nil
-  end
-  if vim.api.nvim_buf_is_valid(bufnr) then
-    vim.api.nvim_buf_clear_namespace(bufnr, ns, 0, -1)
-  end
+  marks:clear(bufnr)
 end
 
 function M.visible(bufnr)
   if M.native then
     return false -- Neovim tracks its own item
   end
-  local b = buffers[bufnr or vim.api.nvim_get_current_buf()]
-  return b ~= nil and b.ghost ~= nil
+  return marks:item(bufnr) ~= nil
 end
 
 -- The text shown, for tests and statuslines.
 function M.shown(bufnr)
-  local b = buffers[bufnr or vim.api.nvim_get_current_buf()]
-  return b and b.ghost and b.ghost.shown or nil
+  local ghost = marks:item(bufnr)
+  return ghost and ghost.shown or nil
 end
 
 local function draw(bufnr, ghost)
@@ -104,7 +85,7 @@ local function ghost_from(result, bufnr, row, col, encoding)
 end
 
 function M.request(bufnr)
-  local b = buffers[bufnr]
+  local b = marks.buffers[bufnr]
   local client = b and vim.lsp.get_client_by_id(b.client_id)
   if not client or not vim.api.nvim_get_mode().mode:match("^i") then
     return
@@ -124,19 +105,14 @@ function M.request(bufnr)
     end
     local ghost = ghost_from(result, bufnr, cursor[1] - 1, cursor[2], client.offset_encoding)
     if ghost then
-      b.ghost = ghost
+      b.item = ghost
       draw(bufnr, ghost)
     end
   end, bufnr)
 end
 
 local function schedule(bufnr)
-  local b = buffers[bufnr]
-  M.clear(bufnr)
-  b.timer:stop()
-  b.timer:start(config.options.ghost_text.debounce_ms, 0, vim.schedule_wrap(function()
-    M.request(bufnr)
-  end))
+  marks:debounce(bufnr, config.options.ghost_text.debounce_ms, function() M.request(bufnr) end)
 end
 
 -- Insert the shown item; false when there was nothing to accept.
@@ -147,8 +123,7 @@ function M.accept(bufnr)
     -- "nothing shown", so the mapping falls back to its own key).
     return vim.lsp.inline_completion.get({ bufnr = bufnr }) and true or false
   end
-  local b = buffers[bufnr]
-  local ghost = b and b.ghost
+  local ghost = marks:item(bufnr)
   if not ghost then
     return false
   end
@@ -175,11 +150,10 @@ function M.attach(client, bufnr)
     vim.lsp.inline_completion.enable(true, { bufnr = bufnr })
     return
   end
-  if buffers[bufnr] then
-    buffers[bufnr].client_id = client.id
+  local _, new = marks:attach(bufnr, client.id)
+  if not new then
     return
   end
-  buffers[bufnr] = { client_id = client.id, timer = uv.new_timer() }
   local group = vim.api.nvim_create_augroup("dllm_ghost_" .. bufnr, { clear = true })
   vim.api.nvim_create_autocmd({ "TextChangedI", "InsertEnter" }, {
     group = group, buffer = bufnr, callback = function() schedule(bufnr) end,
@@ -187,9 +161,9 @@ function M.attach(client, bufnr)
   vim.api.nvim_create_autocmd("CursorMovedI", {
     group = group, buffer = bufnr,
     callback = function()
-      local b = buffers[bufnr]
+      local ghost = marks:item(bufnr)
       local cursor = vim.api.nvim_win_get_cursor(0)
-      if b.ghost and (cursor[1] - 1 ~= b.ghost.row or cursor[2] ~= b.ghost.cursor_col) then
+      if ghost and (cursor[1] - 1 ~= ghost.row or cursor[2] ~= ghost.cursor_col) then
         M.clear(bufnr)
       end
     end,
@@ -197,18 +171,13 @@ function M.attach(client, bufnr)
   vim.api.nvim_create_autocmd({ "InsertLeave", "BufLeave" }, {
     group = group, buffer = bufnr,
     callback = function()
-      buffers[bufnr].timer:stop()
+      marks.buffers[bufnr].timer:stop()
       M.clear(bufnr)
     end,
   })
   vim.api.nvim_create_autocmd("BufWipeout", {
     group = group, buffer = bufnr,
-    callback = function()
-      local b = buffers[bufnr]
-      b.timer:stop()
-      b.timer:close()
-      buffers[bufnr] = nil
-    end,
+    callback = function() marks:detach(bufnr) end,
   })
 end
 

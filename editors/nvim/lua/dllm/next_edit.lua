@@ -5,11 +5,13 @@
 -- (`dllm/rejectEdit`). :DllmNextEdit asks at once. Every decision is the server's.
 local config = require("dllm.config")
 local lsp = require("dllm.lsp")
+local overlay = require("dllm.overlay")
 
 local M = {}
-local ns = vim.api.nvim_create_namespace("dllm_next_edit")
-local uv = vim.uv or vim.loop
-local buffers = {} -- bufnr -> { client_id, timer, proposal = { version, edits } }
+-- Per buffer: { client_id, timer, item = the proposal { version, edits, encoding, client_id } }.
+local marks = overlay.new("dllm_next_edit")
+local ns = marks.namespace
+local byte_col = overlay.byte_col
 
 M.namespace = ns
 
@@ -27,34 +29,13 @@ local function feed(key)
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(key, true, false, true), "n", false)
 end
 
-local function byte_col(line, character, encoding)
-  if encoding == "utf-8" then
-    return math.min(character, #line)
-  end
-  local ok, col
-  if lsp.has("nvim-0.11") then
-    ok, col = pcall(vim.str_byteindex, line, encoding, character, false)
-  else
-    ok, col = pcall(vim.str_byteindex, line, character, encoding == "utf-16")
-  end
-  return ok and col or #line
-end
-
 function M.clear(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
-  local b = buffers[bufnr]
-  if b then
-    b.proposal = nil
-  end
-  if vim.api.nvim_buf_is_valid(bufnr) then
-    vim.api.nvim_buf_clear_namespace(bufnr, ns, 0, -1)
-  end
+  marks:clear(bufnr)
 end
 
 -- The proposal shown ({version, edits}), for tests and statuslines.
 function M.shown(bufnr)
-  local b = buffers[(bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr]
-  return b and b.proposal or nil
+  return marks:item(bufnr)
 end
 
 -- Byte positions {srow, scol, erow, ecol} of an LSP range in the buffer.
@@ -98,7 +79,7 @@ end
 
 -- Ask the server for the next edit of this buffer's current version.
 function M.request(bufnr, on_done)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  bufnr = overlay.buf(bufnr)
   local client = lsp.client(bufnr)
   if not client then
     return false
@@ -111,20 +92,19 @@ function M.request(bufnr, on_done)
     position = { line = cursor[1] - 1, character = vim.lsp.util.character_offset(bufnr, cursor[1] - 1, math.min(cursor[2], #line), client.offset_encoding) },
   }
   lsp.request(client, "dllm/nextEdit", params, function(err, result)
-    local b = buffers[bufnr] or {}
-    buffers[bufnr] = b
     -- A reply for an older version is dropped: the buffer moved on.
     if err or not vim.api.nvim_buf_is_valid(bufnr) or vim.lsp.util.buf_versions[bufnr] ~= version then
       if on_done then on_done(nil) end
       return
     end
+    local b = marks:attach(bufnr, client.id)
     if type(result) ~= "table" or #result == 0 then
       M.clear(bufnr)
     else
-      b.proposal = { version = version, edits = result, encoding = client.offset_encoding, client_id = client.id }
+      b.item = { version = version, edits = result, encoding = client.offset_encoding, client_id = client.id }
       draw(bufnr, result, client.offset_encoding)
     end
-    if on_done then on_done(b.proposal) end
+    if on_done then on_done(b.item) end
   end, bufnr)
   return true
 end
@@ -143,7 +123,7 @@ end
 
 -- Apply the proposal shown; false when there is none for this version.
 function M.accept(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  bufnr = overlay.buf(bufnr)
   local proposal = M.shown(bufnr)
   if not proposal or vim.lsp.util.buf_versions[bufnr] ~= proposal.version then
     M.clear(bufnr)
@@ -156,7 +136,7 @@ function M.accept(bufnr)
 end
 
 function M.reject(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  bufnr = overlay.buf(bufnr)
   local proposal = M.shown(bufnr)
   M.clear(bufnr)
   if proposal then
@@ -167,7 +147,7 @@ end
 
 -- Move the cursor to the start of the proposal (it may be off-screen).
 function M.jump(bufnr)
-  bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
+  bufnr = overlay.buf(bufnr)
   local proposal = M.shown(bufnr)
   if not proposal then
     return false
@@ -179,21 +159,13 @@ end
 
 -- After a pause in typing, ask for the next edit (the server computes it after each change).
 local function schedule(bufnr)
-  local b = buffers[bufnr]
-  local opts = config.options.next_edit
-  M.clear(bufnr)
-  b.timer:stop()
-  b.timer:start(opts.debounce_ms, 0, vim.schedule_wrap(function()
-    if vim.api.nvim_buf_is_valid(bufnr) then
-      M.request(bufnr)
-    end
-  end))
+  marks:debounce(bufnr, config.options.next_edit.debounce_ms, function() M.request(bufnr) end)
 end
 
 function M.attach(client, bufnr)
   highlights()
   local opts = config.options.next_edit
-  buffers[bufnr] = buffers[bufnr] or { client_id = client.id, timer = uv.new_timer() }
+  local _, new = marks:attach(bufnr, client.id)
   local keys = config.options.keymaps
   local maps = { { keys.accept_edit, M.accept, "accept the next edit" }, { keys.jump_edit, M.jump, "jump to the next edit" },
                  { keys.reject_edit, M.reject, "reject the next edit" } }
@@ -207,11 +179,14 @@ function M.attach(client, bufnr)
       end, { buffer = bufnr, desc = "dllm: " .. map[3] })
     end
   end
-  if opts.auto then
-    vim.api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
-      buffer = bufnr,
-      callback = function() schedule(bufnr) end,
-    })
+  if new then -- once per buffer, however often a client attaches
+    if opts.auto then
+      vim.api.nvim_create_autocmd({ "TextChanged", "TextChangedI" }, {
+        buffer = bufnr,
+        callback = function() schedule(bufnr) end,
+      })
+    end
+    vim.api.nvim_create_autocmd("BufWipeout", { buffer = bufnr, callback = function() marks:detach(bufnr) end })
   end
 end
 

@@ -1,0 +1,60 @@
+-- What every headless Neovim driver of these tests does (Neovim 0.7 to 0.11), loaded with
+-- dofile() from a driver run as `nvim --headless -u NONE -i NONE -n -c 'luafile DRIVER'`:
+-- the result table written as JSON to DLLM_RESULT at the end (then quit, `cquit 1` on a
+-- failure), the plugin from DLLM_PLUGIN set up with DLLM_CMD (or DLLM_PYTHON) and
+-- DLLM_SETTINGS, DLLM_FILE opened, and waits for the dllm client to attach.
+local env = vim.env
+local H = { result = { steps = {} }, timeout = tonumber(env.DLLM_TIMEOUT_MS or "20000") }
+
+function H.log(step)
+  H.result.steps[#H.result.steps + 1] = step
+end
+
+function H.finish(ok, message)
+  H.result.ok = ok
+  H.result.error = message
+  local f = assert(io.open(env.DLLM_RESULT, "w"))
+  f:write(vim.fn.json_encode(H.result))
+  f:close()
+  vim.cmd(ok and "qall!" or "cquit 1")
+end
+
+function H.lines()
+  return vim.api.nvim_buf_get_lines(0, 0, -1, true)
+end
+
+-- setup{} with the environment's server and settings plus `opts`, then DLLM_FILE opened.
+function H.start(opts)
+  vim.opt.runtimepath:prepend(env.DLLM_PLUGIN)
+  vim.cmd("filetype on")
+  vim.o.swapfile = false
+  vim.o.expandtab = true
+  -- DLLM_PYTHON: the plugin builds `python -m dllm_lsp serve` itself.
+  local server = env.DLLM_PYTHON and { python = env.DLLM_PYTHON } or { cmd = vim.fn.json_decode(env.DLLM_CMD) }
+  require("dllm").setup(vim.tbl_extend("force", {
+    cmd = server.cmd,
+    python = server.python,
+    settings = vim.fn.json_decode(env.DLLM_SETTINGS or "{}"),
+  }, opts or {}))
+  vim.cmd("edit " .. vim.fn.fnameescape(env.DLLM_FILE))
+  H.result.version = tostring(vim.version().major) .. "." .. tostring(vim.version().minor)
+end
+
+-- The dllm client attached to the current buffer, or an error.
+function H.wait_attached()
+  local lsp = require("dllm.lsp")
+  if not vim.wait(H.timeout, function() return lsp.client(0) ~= nil end, 50) then
+    error("no dllm client attached to " .. env.DLLM_FILE)
+  end
+  H.log("attached")
+end
+
+-- Runs `main` and finishes: a Lua error is the failure's message, with its traceback.
+function H.run(main)
+  local ok, err = xpcall(main, debug.traceback)
+  if not ok then
+    H.finish(false, "driver: " .. tostring(err))
+  end
+end
+
+return H

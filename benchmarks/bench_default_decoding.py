@@ -8,6 +8,7 @@ request latency, time per pass (the request's time over its passes), passes per 
 and how many fills agree with the first arm's text.
 
     python benchmarks/bench_default_decoding.py [--holes 40] [--threads 2] [--arms native:0,native:8,int4:0,int4:8]
+        [--engine-from ../other-checkout]
 """
 
 from __future__ import annotations
@@ -54,8 +55,10 @@ def main() -> int:
     p.add_argument("--arms", default="native:0,native:8,int4:0,int4:8", help="weights:draft_tokens, comma-separated")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
+    p.add_argument("--engine-from", type=Path, default=ROOT,
+                   help="a checkout whose engine is measured (another commit's, on this checkout's holes)")
     args = p.parse_args()
-    sys.path[:0] = [str(ROOT / "engine"), str(ROOT / "kernels")]
+    sys.path[:0] = [str(args.engine_from / "engine"), str(args.engine_from / "kernels")]
     from dllm_engine.engine import Engine, EngineConfig
     from dllm_engine.protocol import Hole, InfillRequest
 
@@ -94,6 +97,8 @@ def main() -> int:
             "same_text_as_first_arm": sum(a == b for a, b in zip(first, s["texts"])),
         })
     head = f"{cpu_name()}, torch {torch.__version__}, {args.threads} threads, {len(holes)} single-line holes of dllm_lsp/"
+    if args.engine_from != ROOT:
+        head += f", engine from {args.engine_from}"
     if args.json:
         print(json.dumps({"machine": head, "rows": rows}, indent=1))
     else:

@@ -4,17 +4,18 @@ daemon started with `--idle-exit` could exit in the middle of one."""
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
+from pathlib import Path
 
 import httpx
 import pytest
-import uvicorn
 
 from dllm_engine.daemon import EngineHost, build_app
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "lsp"))  # as tests/editors does
+from loopback_server import LoopbackServer  # noqa: E402
 
 # One token settles per pass (no confidence reaches 2): a stream of many passes. (Chat streams
 # the same way as completions, on checkpoints with a chat template: the small model has none.)
@@ -32,18 +33,8 @@ def served(default_engine):
     """The daemon's app on the real small model, in this process so its count can be read."""
     host = EngineHost(lambda: default_engine)
     host.engine = default_engine
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(build_app(host), log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.01)
-    yield host, f"http://127.0.0.1:{sock.getsockname()[1]}"
-    server.should_exit = True
-    thread.join(5)
-    sock.close()
+    with LoopbackServer(build_app(host), "the daemon's app") as server:
+        yield host, server.url
 
 
 def _settles_to(host: EngineHost, count: int) -> bool:

@@ -14,7 +14,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     engine_sub = parser.add_subparsers(dest="engine_command", metavar="ENGINE_COMMAND")
     serve = engine_sub.add_parser("serve", help="serve the engine over HTTP on a Unix socket (or TCP with a token)")
     serve.add_argument("--model", default=None, help="checkpoint folder or HF repo id (default: the embedded model)")
-    serve.add_argument("--socket", type=Path, default=None, help="Unix socket path (default: under $XDG_RUNTIME_DIR)")
+    serve.add_argument("--socket", type=Path, default=None, help="Unix socket path (default: under $XDG_RUNTIME_DIR, one per model: docs/daemon.md)")
     serve.add_argument("--host", default=None, help="listen on TCP instead (needs --token)")
     serve.add_argument("--port", type=int, default=None)
     serve.add_argument("--token", default=os.environ.get("DLLM_LSP_TOKEN"), help="bearer token for TCP (env DLLM_LSP_TOKEN)")
@@ -51,7 +51,7 @@ def run_serve(args: argparse.Namespace) -> int:
                                    max_batch=args.max_batch))
 
     tcp = args.host is not None or args.port is not None
-    socket_path = None if tcp else (args.socket or default_socket_path())
+    socket_path = None if tcp else (args.socket or default_socket_path(args.model, args.device, args.dtype))
     return serve(factory, socket_path, args.host, args.port, args.token, args.idle_exit,
                  max_body_bytes=int(args.max_body_mb * 2**20), header_timeout_s=args.header_timeout,
                  models=ServedModels(aliases=tuple(args.served_model_name), strict=args.strict_model_names))

@@ -71,6 +71,9 @@ class EngineManager:
         self._backoff = 1.0
         self._loaded = False
         self.enabled = enabled
+        # The model the engine says it serves once loaded: a daemon started by another session
+        # or by hand may serve another model than the options name (or "default" names none).
+        self._served_model: str | None = None
         self.status = EngineStatus("loading" if enabled else "disabled", describe_model(options))
         self.requests = 0
         self.failures = 0
@@ -109,7 +112,7 @@ class EngineManager:
 
     def _set_status(self, state: str, message: str | None = None, latency: float | None = None) -> None:
         previous = self.status
-        new = EngineStatus(state, describe_model(self._options),
+        new = EngineStatus(state, self._served_model or describe_model(self._options),
                            latency if latency is not None else previous.last_latency_ms, message)
         self.status = new
         changed = (new.state, new.message) != (previous.state, previous.message)
@@ -139,6 +142,7 @@ class EngineManager:
         self._warming = None
         await self._drop_client()
         self._retry_at, self._backoff, self._loaded = 0.0, 1.0, False
+        self._served_model = None
         if self.enabled:
             self._set_status("loading")
 
@@ -192,6 +196,7 @@ class EngineManager:
                 if report:
                     report("loading the model")
                 await asyncio.wait_for(self._probe_until_loaded(client), LOAD_TIMEOUT_S)
+                self._served_model = await _served_model(client)
             else:
                 if report:
                     report("connecting")
@@ -306,6 +311,18 @@ class EngineManager:
             await self._drop_client()
             self._fail(_explain(exc))
         return None
+
+
+async def _served_model(client: "EngineClient") -> str | None:
+    """The model a loaded engine reports in its health (None if it does not say)."""
+    try:
+        model = (await asyncio.wait_for(client.health(), 10)).get("model")
+    except asyncio.CancelledError:
+        raise
+    except Exception as exc:  # the status then names the configured model, as before
+        log.info("engine health did not say its model: %s", exc)
+        return None
+    return model if isinstance(model, str) and model else None
 
 
 def _explain(exc: BaseException) -> str:

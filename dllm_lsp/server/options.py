@@ -24,7 +24,7 @@ LANGUAGES = ("python", "javascript", "typescript", "go", "rust", "c", "cpp", "ja
 class EngineOptions:
     mode: Literal["inProcess", "daemon", "remote", "openai"] = "inProcess"
     model: str | None = None  # a checkpoint path; None = the embedded default model
-    socket: str | None = None  # daemon: Unix socket (None = the per-user default)
+    socket: str | None = None  # daemon: Unix socket (None = the default for the model: clients.default_socket_path)
     url: str | None = None  # remote / openai: base URL
     token: str | None = None  # bearer token (remote) or API key (openai)
     openai_model: str | None = None  # the `model` field sent to an OpenAI FIM endpoint

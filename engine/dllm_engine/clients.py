@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -76,10 +78,36 @@ class EngineClient(abc.ABC):
         return None
 
 
-def default_socket_path() -> Path:
+def default_socket_path(model: str | None = None, device: str = "auto", dtype: str = "auto") -> Path:
+    """The socket of the daemon serving `model` with these settings: one daemon per model.
+
+    One path per user made two sessions configured with different models share the first
+    one's daemon, and one of them silently got the other's model. The default model on
+    automatic device and dtype keeps `engine.sock`; anything else gets its own
+    `engine-<name>-<hash>.sock` (`socket_name`)."""
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     base = Path(runtime) if runtime and Path(runtime).is_dir() else Path("/tmp") / f"dllm-lsp-{os.getuid()}"
-    return base / "dllm-lsp" / "engine.sock"
+    return base / "dllm-lsp" / socket_name(model, device, dtype)
+
+
+# What the engine loads when no model is named (checkpoint.MODEL_ENV: not imported, it pulls in torch).
+_MODEL_ENV = "DLLM_LSP_MODEL"
+
+
+def socket_name(model: str | None, device: str = "auto", dtype: str = "auto") -> str:
+    """`engine.sock` for the default model on auto/auto, else `engine-<name>-<hash>.sock`: the
+    name for people reading the folder, the hash of the model (a folder by its absolute path,
+    as the same folder named from another directory is the same model) with the settings
+    that change its answers, so that different ones never meet. Short enough for a Unix
+    socket path (108 bytes)."""
+    name = model or os.environ.get(_MODEL_ENV) or "default"
+    folder = Path(name).expanduser()
+    identity = str(folder.resolve()) if folder.is_dir() else name
+    if (identity, device, dtype) == ("default", "auto", "auto"):
+        return "engine.sock"
+    readable = re.sub(r"[^A-Za-z0-9._-]+", "-", folder.name or name).strip("-.")[:24] or "model"
+    digest = hashlib.sha256("\0".join((identity, device, dtype)).encode()).hexdigest()[:12]
+    return f"engine-{readable}-{digest}.sock"
 
 
 # ---------------------------------------------------------------- in-process
@@ -163,7 +191,7 @@ class DaemonClient(EngineClient):
         timeout_s: float = 120.0,
         start_timeout_s: float = 120.0,
     ) -> None:
-        self.socket_path = Path(socket_path) if socket_path else (None if url else default_socket_path())
+        self.socket_path = Path(socket_path) if socket_path else (None if url else default_socket_path(model))
         self.url = url.rstrip("/") if url else "http://dllm-engine"
         self.token = token
         self.spawn = spawn

@@ -76,6 +76,11 @@ class EngineHost:
     def start(self) -> None:
         self._thread.start()
 
+    def finished(self) -> None:
+        """One request in flight is answered (its response written, or its client gone)."""
+        self.in_flight -= 1
+        self.last_activity = time.monotonic()
+
     def _load(self) -> None:
         try:
             self.engine = self._factory()
@@ -88,6 +93,19 @@ class EngineHost:
             # The idle clock starts once loading ends, either way: a broken daemon
             # stays up for its idle period so clients can read why from /health.
             self.last_activity = time.monotonic()
+
+
+class _CountedUntilSent:
+    """An ASGI response that calls `done` once it has been sent whole, or has failed to be."""
+
+    def __init__(self, response: Response, done) -> None:
+        self.response, self._done = response, done
+
+    async def __call__(self, scope, receive, send) -> None:
+        try:
+            await self.response(scope, receive, send)
+        finally:
+            self._done()
 
 
 async def _read_body(request: Request, limit: int, timeout_s: float) -> bytes:
@@ -159,12 +177,15 @@ def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = 
         host.last_activity = time.monotonic()
         host.in_flight += 1
         try:
-            return await handler(request)
+            response = await handler(request)
         except Exception as exc:  # a refusal (4xx) or, logged with a request id, a bug (500)
-            return answer_for(exc, f"{request.method} {request.url.path}")
-        finally:
-            host.in_flight -= 1
-            host.last_activity = time.monotonic()
+            response = answer_for(exc, f"{request.method} {request.url.path}")
+        except BaseException:  # cancelled: no response will be sent
+            host.finished()
+            raise
+        # A stream is still being written when its handler returns: the request counts
+        # (for the idle exit) until the response's last byte is sent or the client is gone.
+        return _CountedUntilSent(response, host.finished)
 
     async def fitted(request: Request, req: InfillRequest) -> InfillRequest:
         """Refused (400) or trimmed before the engine tokenizes it when far over the window (prompt_budget.py)."""

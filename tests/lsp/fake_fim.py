@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import threading
 import time
 from dataclasses import dataclass, field
 
-import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+
+from .loopback_server import LoopbackServer
 
 
 @dataclass
@@ -67,31 +67,13 @@ class FakeFim:
         return [s.outcome for s in self.seen]
 
 
-class FakeFimServer:
-    """Runs a FakeFim app with uvicorn in a background thread; `url` is its base URL."""
+class FakeFimServer(LoopbackServer):
+    """Runs a FakeFim app on loopback in a background thread; `url` is its base URL."""
 
     def __init__(self) -> None:
         self.fim = FakeFim()
-        app = Starlette(routes=[Route("/v1/completions", self.fim.completions, methods=["POST"])])
-        self._sock = socket.socket()
-        self._sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
-
-    def __enter__(self) -> "FakeFimServer":
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("fake FIM server did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._server.should_exit = True
-        self._thread.join(5)
-        self._sock.close()
+        super().__init__(Starlette(routes=[Route("/v1/completions", self.fim.completions, methods=["POST"])]),
+                         "fake FIM server")
 
 
 def closed_port_url() -> str:

@@ -8,19 +8,19 @@ holes, confidence), and only the model is scripted: every scored token has proba
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-
-import uvicorn
 
 from dllm_engine.checkpoint import SMALL_MODEL_DIR
 from dllm_engine.daemon import EngineHost, build_app
 from dllm_engine.next_edit.service import propose
 from dllm_engine.protocol import HoleResult, InfillResult, ScoreResult, TokenScore
 from dllm_engine.tokenizer import TextTokenizer
+
+try:
+    from .loopback_server import LoopbackServer
+except ImportError:  # imported as a top-level module: tests/editors puts tests/lsp on sys.path
+    from loopback_server import LoopbackServer
 
 
 @dataclass
@@ -56,27 +56,11 @@ class ScriptedEngine:
         return {"status": "ok", "model": self.model_name}
 
 
-class ScriptedDaemon:
+class ScriptedDaemon(LoopbackServer):
+    """The daemon's real app (`build_app`) over a ScriptedEngine, on loopback; `url` is its base URL."""
+
     def __init__(self) -> None:
         self.engine = ScriptedEngine()
         host = EngineHost(lambda: self.engine)
         host.engine = self.engine
-        self._sock = socket.socket()
-        self._sock.bind(("127.0.0.1", 0))
-        self.url = f"http://127.0.0.1:{self._sock.getsockname()[1]}"
-        self._server = uvicorn.Server(uvicorn.Config(build_app(host), log_level="warning", lifespan="off"))
-        self._thread = threading.Thread(target=self._server.run, kwargs={"sockets": [self._sock]}, daemon=True)
-
-    def __enter__(self) -> "ScriptedDaemon":
-        self._thread.start()
-        deadline = time.monotonic() + 10
-        while not self._server.started:
-            if time.monotonic() > deadline:
-                raise RuntimeError("scripted daemon did not start")
-            time.sleep(0.01)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._server.should_exit = True
-        self._thread.join(5)
-        self._sock.close()
+        super().__init__(build_app(host), "scripted daemon")

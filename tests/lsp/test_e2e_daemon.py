@@ -70,6 +70,8 @@ async def test_daemon_serves_and_cancels(client, daemon):
     await wait_for(lambda: client.statuses and client.statuses[-1]["state"] in ("ready", "error"), timeout=60,
                    what="the daemon to be ready")
     assert client.statuses[-1]["state"] == "ready", client.statuses[-1]
+    # The settings name no model: the status says what the daemon serves, not "default".
+    assert client.statuses[-1]["model"] == "small", client.statuses[-1]
     open_doc(client, URI, "def add(a, b):\n    return \n")
     await inline(client, URI, 1, 11)
     stats = await command(client, "dllm.serverStats")

@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="auto: bf16 on CUDA, fp32 on CPU (bf16 is faster on CPUs with AVX512-BF16/AMX)")
     serve.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     serve.add_argument("--max-batch", type=int, default=32)
+    serve.add_argument("--cache-mb", type=int, default=None,
+                       help="context K/V cache budget in MiB (default: room for 32 full contexts of the model, "
+                            "at most 512; a context evicted is encoded again when its cursor comes back)")
     serve.add_argument("--idle-exit", type=float, default=None, help="exit after this many idle seconds")
     serve.add_argument("--max-body-mb", type=float, default=4.0,
                        help="refuse request bodies over this many MiB with HTTP 413 (default 4)")
@@ -48,7 +51,7 @@ def run_serve(args: argparse.Namespace) -> int:
         from dllm_engine.engine import Engine, EngineConfig
 
         return Engine(EngineConfig(model=args.model, device=args.device, dtype=args.dtype, threads=args.threads,
-                                   max_batch=args.max_batch))
+                                   max_batch=args.max_batch, cache_mb=args.cache_mb))
 
     tcp = args.host is not None or args.port is not None
     socket_path = None if tcp else (args.socket or default_socket_path())

@@ -29,6 +29,7 @@ from .denoise import SpecialIds, denoise_pass
 from .drafting import accepted_run, canvas_drafts
 from .cpu_features import native_bf16
 from .healing import TokenHealer, heal, unheal
+from .heap_trim import HeapTrimmer
 from .metrics import EngineMetrics
 from .row_buckets import bucket_linears
 from .protocol import (
@@ -163,6 +164,7 @@ class Engine:
         self._draft_stops[[*self.special.banned, *self.special.end]] = True
         self.healer = TokenHealer(self.tokenizer, cfg.vocab_size, self.runner.device) if self.config.heal else None
         self.metrics = EngineMetrics()
+        self._heap = HeapTrimmer()
         self._cond = threading.Condition()
         # The runner is used by the engine loop and by score(); one at a time.
         self._runner_lock = threading.Lock()
@@ -255,6 +257,7 @@ class Engine:
         while True:
             with self._cond:
                 while not self._stopping and not self.scheduler.active and not self.scheduler.queue_depth:
+                    self._heap.idle(self.metrics.passes)  # a burst's freed heap back to the OS
                     self._cond.wait(timeout=1.0)
                 if self._stopping:
                     break

@@ -257,7 +257,7 @@ class Engine:
         while True:
             with self._cond:
                 while not self._stopping and not self.scheduler.active and not self.scheduler.queue_depth:
-                    self._heap.idle(self.metrics.passes)  # a burst's freed heap back to the OS
+                    self._heap.maybe_trim(self.metrics.passes)  # a burst's freed heap back to the OS
                     self._cond.wait(timeout=1.0)
                 if self._stopping:
                     break
@@ -268,6 +268,7 @@ class Engine:
                     self._admit_all(admissions)
                     if self.scheduler.active:
                         self._step()
+                        self._heap.maybe_trim(self.metrics.passes)  # and every few seconds while busy
             except Exception as exc:  # never let one bad pass kill the resident engine
                 log.exception("engine pass failed")
                 for active in list(self.scheduler.active):

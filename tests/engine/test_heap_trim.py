@@ -1,4 +1,4 @@
-"""The engine's idle heap trim (heap_trim.py): freed heap goes back to the OS, once per burst."""
+"""The engine's heap trim (heap_trim.py): freed heap goes back to the OS, once per burst."""
 
 import ctypes
 import ctypes.util
@@ -18,7 +18,7 @@ def rss_mb() -> float:
 
 
 @glibc
-def test_idle_trim_returns_freed_heap_below_a_live_chunk():
+def test_trim_returns_freed_heap_below_a_live_chunk():
     """200 MB of 64 KB chunks (below malloc's mmap threshold: on the heap), all freed but the
     last: glibc keeps them resident, since only the top of a heap shrinks by itself."""
     libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
@@ -32,7 +32,7 @@ def test_idle_trim_returns_freed_heap_below_a_live_chunk():
         libc.free(c)
     held = rss_mb()
     trimmer = HeapTrimmer(min_interval_s=0)
-    assert trimmer.idle(work_done=1)
+    assert trimmer.maybe_trim(work_done=1)
     try:
         assert held - rss_mb() > 100, f"RSS {held:.0f} -> {rss_mb():.0f} MB"
     finally:
@@ -42,9 +42,9 @@ def test_idle_trim_returns_freed_heap_below_a_live_chunk():
 @glibc
 def test_trims_once_per_burst_and_at_most_once_per_interval():
     trimmer = HeapTrimmer(min_interval_s=3600)
-    assert not trimmer.idle(work_done=0)  # nothing ran yet
-    assert trimmer.idle(work_done=5)  # a burst ended
-    assert not trimmer.idle(work_done=5)  # still idle, nothing new
-    assert not trimmer.idle(work_done=9)  # new work, but within the interval
+    assert not trimmer.maybe_trim(work_done=0)  # nothing ran yet
+    assert trimmer.maybe_trim(work_done=5)  # a burst ended
+    assert not trimmer.maybe_trim(work_done=5)  # still idle, nothing new
+    assert not trimmer.maybe_trim(work_done=9)  # new work, but within the interval
     assert trimmer.trims == 1
-    assert HeapTrimmer(min_interval_s=0).idle(work_done=1)
+    assert HeapTrimmer(min_interval_s=0).maybe_trim(work_done=1)

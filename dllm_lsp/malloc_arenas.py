@@ -3,8 +3,9 @@
 Why: glibc gives a thread that finds the heap locked an arena of its own (up to 8 per core), and
 memory freed in one arena serves only that arena's later requests. The language server's threads
 (the engine's, asyncio's workers, the tokenizer's) each kept their own high-water mark: in the
-soak (benchmarks/bench_soak.py, issue 16 defect 8), MALLOC_ARENA_MAX=2 held the language server
-about 150 MB lower (628 against ~785 MB after warm-up). mallopt(M_ARENA_MAX) at start, before any
+soak (benchmarks/bench_soak.py, issue 16 defect 8), two arenas held the language server about
+100 MB lower (639 against 753 MB after warm-up, 794 against 873 MB at the end; the growth in
+between is not this). mallopt(M_ARENA_MAX) at start, before any
 worker thread exists, is the variable itself; a MALLOC_ARENA_MAX the user set is left alone.
 `CDLL(None)` is the process's own symbols (glibc's mallopt): no library search at start-up.
 """

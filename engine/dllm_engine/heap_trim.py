@@ -18,7 +18,6 @@ work, not one per request or pass. A no-op off glibc.
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import time
 
 MIN_INTERVAL_S = 5.0
@@ -26,8 +25,7 @@ MIN_INTERVAL_S = 5.0
 
 def _malloc_trim():
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        return libc.malloc_trim
+        return ctypes.CDLL(None).malloc_trim  # the process's own symbols: no library search
     except (OSError, AttributeError):  # not glibc (musl, macOS): nothing to call
         return None
 

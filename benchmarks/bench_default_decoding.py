@@ -9,17 +9,22 @@ and how many fills agree with the first arm's text.
 
     python benchmarks/bench_default_decoding.py [--holes 40] [--threads 2] [--arms native:0,native:8,int4:0,int4:8]
         [--engine-from ../other-checkout]
+
+An arm `weights:drafts:exact` runs with every row count sent to the projections as it is
+(no row_buckets.py padding: the code before issue 16 defect 8), to measure the padding's cost.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import random
 import statistics
 import sys
 import time
 from pathlib import Path
+from unittest import mock
 
 import torch
 
@@ -60,24 +65,35 @@ def main() -> int:
     args = p.parse_args()
     sys.path[:0] = [str(args.engine_from / "engine"), str(args.engine_from / "kernels")]
     from dllm_engine.engine import Engine, EngineConfig
+    try:
+        from dllm_engine import row_buckets
+    except ImportError:  # --engine-from a checkout before row buckets: every arm is exact
+        row_buckets = None
     from dllm_engine.protocol import Hole, InfillRequest
 
-    arms = [(w, int(k)) for w, k in (a.split(":") for a in args.arms.split(","))]
+    arms = [(w, int(k), *rest) for w, k, *rest in (a.split(":") for a in args.arms.split(","))]
+
+    def rows_of(arm):  # an "exact" arm: every row count passes unpadded while it runs
+        return mock.patch.object(row_buckets, "bucket_rows", lambda rows: rows) if "exact" in arm[2:] and row_buckets \
+            else contextlib.nullcontext()
+
     engines = {arm: Engine(EngineConfig(model="default", threads=args.threads, weights=arm[0], draft_tokens=arm[1]))
                for arm in arms}
     holes = cut_holes(args.holes, args.seed)
     stats = {arm: {"fresh": [], "latency": [], "passes": 0, "tokens": 0, "texts": []} for arm in arms}
     for warm in holes[:2]:  # first calls build kernels' packed buffers and the context cache
-        for e in engines.values():
-            e.infill(InfillRequest(holes=[Hole(prefix=warm[0], suffix=warm[1], max_tokens=64, stop=("\n",))]))
+        for arm, e in engines.items():
+            with rows_of(arm):
+                e.infill(InfillRequest(holes=[Hole(prefix=warm[0], suffix=warm[1], max_tokens=64, stop=("\n",))]))
     for prefix, suffix, _ in holes:
         for arm, e in engines.items():
             s = stats[arm]
-            e.drop_caches()  # every arm encodes the context afresh, as on a file just opened
-            for key in ("fresh", "latency"):  # then again with the context cached, as on a keystroke
-                t0 = time.perf_counter()
-                h = e.infill(InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=64, stop=("\n",))])).holes[0]
-                s[key].append((time.perf_counter() - t0) * 1000)
+            with rows_of(arm):
+                e.drop_caches()  # every arm encodes the context afresh, as on a file just opened
+                for key in ("fresh", "latency"):  # then again with the context cached, as on a keystroke
+                    t0 = time.perf_counter()
+                    h = e.infill(InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=64, stop=("\n",))])).holes[0]
+                    s[key].append((time.perf_counter() - t0) * 1000)
             s["passes"] += h.passes
             s["tokens"] += h.tokens
             s["texts"].append(h.text)
@@ -88,7 +104,7 @@ def main() -> int:
     for arm in arms:
         s = stats[arm]
         rows.append({
-            "weights": arm[0], "draft_tokens": arm[1], "holes": len(holes),
+            "weights": ":".join([arm[0], *arm[2:]]), "draft_tokens": arm[1], "holes": len(holes),
             "fresh_ms_p50": round(statistics.median(s["fresh"]), 1),
             "latency_ms_p50": round(statistics.median(s["latency"]), 1), "latency_ms_p95": round(pct(s["latency"], 0.95), 1),
             "passes_per_fill": round(s["passes"] / len(holes), 2),

@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="auto: bf16 on CUDA, fp32 on CPU (bf16 is faster on CPUs with AVX512-BF16/AMX)")
     serve.add_argument("--threads", type=int, default=None, help="torch CPU threads")
     serve.add_argument("--max-batch", type=int, default=32)
+    serve.add_argument("--cache-mb", type=int, default=None,
+                       help="context K/V cache budget in MiB (default: room for 32 full contexts of the model, "
+                            "at most 512; a context evicted is encoded again when its cursor comes back)")
     serve.add_argument("--idle-exit", type=float, default=None, help="exit after this many idle seconds")
     serve.add_argument("--max-body-mb", type=float, default=4.0,
                        help="refuse request bodies over this many MiB with HTTP 413 (default 4)")
@@ -38,6 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    from dllm_lsp.malloc_arenas import limit_arenas
+
+    limit_arenas()  # before any thread: flat memory over a long session
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from dllm_engine.clients import default_socket_path
@@ -48,7 +54,7 @@ def run_serve(args: argparse.Namespace) -> int:
         from dllm_engine.engine import Engine, EngineConfig
 
         return Engine(EngineConfig(model=args.model, device=args.device, dtype=args.dtype, threads=args.threads,
-                                   max_batch=args.max_batch))
+                                   max_batch=args.max_batch, cache_mb=args.cache_mb))
 
     tcp = args.host is not None or args.port is not None
     socket_path = None if tcp else (args.socket or default_socket_path(args.model, args.device, args.dtype))

@@ -3,7 +3,7 @@
 A keystroke at the cursor appends to the prefix, which is the end of the
 native context sequence (`<suf> suffix <pre> prefix`), so the next request's
 context shares a long token prefix with the last one: only the tail after the
-longest common prefix is encoded. Entries are bounded by bytes, evicted LRU.
+longest common prefix is encoded. Entries are bounded by bytes, evicted LRU; the default budget is a number of full contexts of the model.
 
 Entries are never written in place below their length, so a request still
 running on an older entry's K/V never sees them change; a pure append may
@@ -48,6 +48,29 @@ class CacheStats:
     @property
     def hit_rate(self) -> float:
         return self.tokens_reused / self.tokens_requested if self.tokens_requested else 0.0
+
+
+# The default budget (EngineConfig.cache_mb None): room for this many full contexts of the
+# model, at most BUDGET_CAP_MB. A budget in bytes alone meant 500 contexts of the small model
+# and 17 of the default one; what a user expects kept is "the places I was working at",
+# whatever the model: 32 full contexts is every file of a large working set, each context
+# still exact when its cursor comes back (a miss costs one context encode, no wrong answer).
+BUDGET_CONTEXTS = 32
+BUDGET_CAP_MB = 512
+
+
+def entry_capacity(tokens: int) -> int:
+    """Token columns an entry allocates for a context of `tokens`: headroom for the next keystrokes."""
+    return max(tokens + 64, int(tokens * 1.25))
+
+
+def context_budget_bytes(cfg, dtype: torch.dtype, contexts: int = BUDGET_CONTEXTS,
+                         cap_mb: int = BUDGET_CAP_MB) -> int:
+    """Bytes for `contexts` entries of a full context of model config `cfg` (its trained
+    context when it has one, else its window) with K/V in `dtype`, at most `cap_mb` MiB."""
+    tokens = int(cfg.extra.get("context_tokens") or cfg.max_position_embeddings)
+    per_token = cfg.num_layers * 2 * cfg.num_kv_heads * cfg.head_dim * dtype.itemsize  # K and V, every layer
+    return min(cap_mb * 2**20, contexts * entry_capacity(tokens) * per_token)
 
 
 def common_prefix_len(a: torch.Tensor, b: torch.Tensor) -> int:
@@ -114,7 +137,7 @@ class PrefixCache:
                 self._entries.move_to_end(base_key)
                 return base
             layers, two, hkv, _, d = new_kv.shape
-            capacity = max(total + 64, int(total * 1.25))  # headroom for the next keystrokes
+            capacity = entry_capacity(total)
             buf = new_kv.new_empty(layers, two, hkv, capacity, d)
             if reuse:
                 buf[:, :, :, :reuse] = base.buf[:, :, :, :reuse]

@@ -24,11 +24,14 @@ import torch
 
 from .canvas_rules import advance, fill_tokens, forget_rewritten, remask, stop_token_mask
 from .checkpoint import LoadedModel, load
+from .context_cache import context_budget_bytes
 from .denoise import SpecialIds, denoise_pass
 from .drafting import accepted_run, canvas_drafts
 from .cpu_features import native_bf16
 from .healing import TokenHealer, heal, unheal
+from .heap_trim import HeapTrimmer
 from .metrics import EngineMetrics
+from .row_buckets import bucket_linears
 from .protocol import (
     MASK_GLYPH,
     CanvasEvent,
@@ -59,7 +62,7 @@ class EngineConfig:
     dtype: str = "auto"  # auto: bf16 on cuda and on CPUs with native bf16 (cpu_features.py), else fp32
     max_batch: int = 32  # canvases per pass
     max_queue: int = 256  # waiting requests before EngineBusy
-    cache_mb: int = 512  # context KV cache budget
+    cache_mb: int | None = None  # context K/V cache budget; None: 32 full contexts of the model, <= 512 (context_cache.py)
     threads: int | None = None  # torch CPU threads (None: torch's default)
     buckets: tuple[int, ...] = (8, 16, 32, 64, 128)
     kernels: str = "auto"  # auto: Triton on CUDA, torch elsewhere; "triton" / "torch" to force
@@ -137,11 +140,14 @@ class Engine:
             packed = self.loaded.path / f"int4-packed-torch{torch.__version__}-{self.config.dtype}.safetensors"
             with open_kept_blocks(self.loaded.path) as blocks:
                 quantize_int4(self.loaded.model, blocks=blocks, packed_file=packed)
+        bucket_linears(self.loaded.model)  # CPU bf16: a bounded set of row counts, flat memory
         self.load_seconds = time.perf_counter() - t0
         cfg = self.loaded.config
         self.tokenizer = self.loaded.tokenizer
         # The native exact-cache runner, or a family runner (approximate or block cache).
-        self.runner = make_runner(self.loaded, self.config.cache_mb * 2**20, refresh_every=self.config.refresh_every)
+        cache_bytes = (context_budget_bytes(cfg, getattr(torch, self.config.dtype)) if self.config.cache_mb is None
+                       else self.config.cache_mb * 2**20)
+        self.runner = make_runner(self.loaded, cache_bytes, refresh_every=self.config.refresh_every)
         if cfg.family in DEFAULTS and cfg.family != "native":
             self.config.buckets = tuple(sorted(defaults_for(cfg.family).buckets))
         ends = [cfg.pad_token_id, cfg.eos_token_id, *cfg.extra.get("end_ids", [])]
@@ -158,6 +164,7 @@ class Engine:
         self._draft_stops[[*self.special.banned, *self.special.end]] = True
         self.healer = TokenHealer(self.tokenizer, cfg.vocab_size, self.runner.device) if self.config.heal else None
         self.metrics = EngineMetrics()
+        self._heap = HeapTrimmer()
         self._cond = threading.Condition()
         # The runner is used by the engine loop and by score(); one at a time.
         self._runner_lock = threading.Lock()
@@ -250,6 +257,7 @@ class Engine:
         while True:
             with self._cond:
                 while not self._stopping and not self.scheduler.active and not self.scheduler.queue_depth:
+                    self._heap.maybe_trim(self.metrics.passes)  # a burst's freed heap back to the OS
                     self._cond.wait(timeout=1.0)
                 if self._stopping:
                     break
@@ -260,6 +268,7 @@ class Engine:
                     self._admit_all(admissions)
                     if self.scheduler.active:
                         self._step()
+                        self._heap.maybe_trim(self.metrics.passes)  # and every few seconds while busy
             except Exception as exc:  # never let one bad pass kill the resident engine
                 log.exception("engine pass failed")
                 for active in list(self.scheduler.active):

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from . import ops
+from . import ops, row_buckets
 from .model_config import ModelConfig
 
 # Past keys/values: one (k, v) per layer, each [B, Hkv, T, D].
@@ -150,7 +150,7 @@ class MLP(nn.Module):
 
 def _fused_linear(x: torch.Tensor, fused) -> torch.Tensor:
     """A fused projection: (weight, bias), or the int8 module that replaced them (quantize.py)."""
-    return fused(x) if callable(fused) else F.linear(x, *fused)
+    return fused(x) if callable(fused) else row_buckets.linear(x, *fused)
 
 
 def _fuse_linears(*linears: nn.Linear) -> tuple[torch.Tensor, torch.Tensor | None]:

@@ -27,6 +27,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import row_buckets
+
 GROUP = 32  # Q4_1's block: inputs per scale and minimum
 # From this many rows on, a projection multiplies with the dense weights it was built from:
 # torch's int4 kernel is the faster one for a pass's few rows (~2.5x bf16 at 1-4 rows on
@@ -82,7 +84,7 @@ class Int4Linear(nn.Module):
         shape = x.shape
         flat = x.reshape(-1, shape[-1])
         if flat.shape[0] >= DENSE_ROWS:
-            return F.linear(x, self.dense.to(x.dtype), None if self.bias is None else self.bias.to(x.dtype))
+            return row_buckets.linear(x, self.dense.to(x.dtype), None if self.bias is None else self.bias.to(x.dtype))
         if flat.dtype != self.scales_zeros.dtype or not flat.is_contiguous():
             flat = flat.to(self.scales_zeros.dtype).contiguous()
         y = torch.ops.aten._weight_int4pack_mm_for_cpu(flat, self.packed, GROUP, self.scales_zeros)

@@ -1,0 +1,61 @@
+"""The long-running commands cap glibc's malloc arenas (malloc_arenas.py), unless the user set one."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from dllm_lsp.malloc_arenas import ARENAS, limit_arenas
+
+linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt(M_ARENA_MAX) is glibc's")
+
+# Eight threads malloc at once (ctypes drops the GIL around each call), then glibc's own
+# malloc_info report says how many arenas ("<heap nr=...>") the process made.
+PROBE = r"""
+import ctypes, sys, threading
+from dllm_lsp.malloc_arenas import limit_arenas
+if sys.argv[1] == "limit":
+    assert limit_arenas()
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+gate = threading.Barrier(8)
+def work():
+    gate.wait()
+    for _ in range(200):
+        ptrs = [libc.malloc(4096) for _ in range(200)]
+        for p in ptrs:
+            libc.free(p)
+threads = [threading.Thread(target=work) for _ in range(8)]
+[t.start() for t in threads]
+[t.join() for t in threads]
+libc.fopen.restype = ctypes.c_void_p
+libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]
+libc.malloc_info.argtypes = [ctypes.c_int, ctypes.c_void_p]
+libc.fclose.argtypes = [ctypes.c_void_p]
+f = libc.fopen(sys.argv[2].encode(), b"w")
+libc.malloc_info(0, f)
+libc.fclose(f)
+"""
+
+
+def arenas(tmp_path, mode: str) -> int:
+    out = tmp_path / f"{mode}.xml"
+    env = {"PATH": "/usr/bin:/bin"}  # no MALLOC_ARENA_MAX from the caller
+    subprocess.run([sys.executable, "-c", PROBE, mode, str(out)], check=True, env=env, timeout=60,
+                   cwd=str(Path(__file__).resolve().parents[2]))
+    return out.read_text().count("<heap nr=")
+
+
+@linux
+def test_threads_share_at_most_the_capped_arenas(tmp_path):
+    if arenas(tmp_path, "none") <= ARENAS:  # 9 on the 2-core dev box; a single core may never contend
+        pytest.skip("the probe's threads never contended for the heap here")
+    assert arenas(tmp_path, "limit") <= ARENAS
+
+
+@linux
+def test_a_limit_the_user_set_is_left_alone(monkeypatch):
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert limit_arenas() is False

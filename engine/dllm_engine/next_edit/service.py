@@ -26,7 +26,8 @@ from . import streamed
 from .streamed import DROP
 from .region_pass import RegionPass, supports
 from .request import EditSpan, NextEditRequest, NextEditResult
-from .spans import WORD, Span, edit_seeds, merge, region_bounds, score_seeds, whole_region, widen_to_words
+from .spans import (WORD, Span, code_uses_only, edit_seeds, merge, region_bounds, replaced_words, score_seeds,
+                    whole_region, widen_to_words)
 
 # Context around the region (the stream) or around each span (holes: each encodes its own,
 # suffix first, so holes of one file share no cached prefix).
@@ -56,6 +57,8 @@ def propose(engine, request: NextEditRequest, cancel: threading.Event | None = N
         spans = whole_region(doc, lo, hi, own)
     else:
         seeds = edit_seeds(doc, request.edits, lo, hi)
+        if last is not None:
+            seeds = code_uses_only(seeds, doc, replaced_words(doc, last), [(s.start, s.end) for s in request.spans])
         seeds += [Span(*widen_to_words(doc, max(lo, s.start), min(hi, s.end)), "caller")
                   for s in request.spans if s.start < hi and s.end > lo]
         score = (lambda: streamed.score_after_edit(rp, doc, lo, hi, request)) if rp else (

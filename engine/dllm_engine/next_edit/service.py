@@ -57,8 +57,6 @@ def propose(engine, request: NextEditRequest, cancel: threading.Event | None = N
         spans = whole_region(doc, lo, hi, own)
     else:
         seeds = edit_seeds(doc, request.edits, lo, hi)
-        if last is not None:
-            seeds = code_uses_only(seeds, doc, replaced_words(doc, last), [(s.start, s.end) for s in request.spans])
         seeds += [Span(*widen_to_words(doc, max(lo, s.start), min(hi, s.end)), "caller")
                   for s in request.spans if s.start < hi and s.end > lo]
         score = (lambda: streamed.score_after_edit(rp, doc, lo, hi, request)) if rp else (
@@ -66,8 +64,11 @@ def propose(engine, request: NextEditRequest, cancel: threading.Event | None = N
         scored = score() if request.score_tokens else []
         scored_tokens = len(scored)
         taken = [(s.start, s.end) for s in seeds]
-        fresh = [t for t in scored if not any(t[0] < e and t[1] > s for s, e in taken)]
+        # A token touching a seed is that seed's to change (one stream span cannot end where the next begins).
+        fresh = [t for t in scored if not any(t[0] <= e + 1 and t[1] >= s - 1 for s, e in taken)]
         spans = seeds + score_seeds(doc, fresh, request.suspicious_below, MAX_SCORE_SPANS, own)
+        if last is not None:  # the scores find a docstring's mention of a renamed name too
+            spans = code_uses_only(spans, doc, replaced_words(doc, last), [(s.start, s.end) for s in request.spans])
     spans = merge(spans, request.cursor, request.max_spans)
     _check(cancel)
     edits = (streamed.rewrite(rp, doc, lo, spans) if rp else _denoised_edits(engine, doc, spans, request, cancel)) \

@@ -8,10 +8,13 @@ one) run them on the engine's public calls (`score`, `submit`): `Engine.next_edi
 
 1. one capped scoring pass over the region around the cursor (what looks wrong);
 2. spans: the last edit's stale names and argument lists, the least likely
-   tokens, the caller's spans; merged, nearest the cursor first, capped;
-3. every span a hole of one batched infill (variable length: a span may come
-   back shorter or longer), each seeing the document as it is around it;
-4. the changed spans are scored in the new text for their confidence.
+   tokens, the caller's spans; merged, nearest the cursor first, capped (mentions of a
+   renamed name the caller did not name as code uses left out);
+3. the spans filled (variable length: a span may come back shorter or longer): on the
+   stream, left to right, each until it rejoins the text after it; else every span a hole
+   of one batched infill, each seeing the document as it is around it;
+4. the confidence of each changed span: from the stream's own forwards, or a scoring pass
+   over the new text.
 """
 
 from __future__ import annotations

@@ -88,3 +88,16 @@ def test_rejoining_is_read_as_text_and_a_name_is_refilled_by_a_name(engine):
     assert not rp._runs_past_name(enc("total +"), " + 1\n")
     assert rp._breaks_line(enc("total\n"), " + 1\n", 1)
     assert not rp._breaks_line(enc("total:\n"), ":\n", 1)
+
+
+def test_the_whole_region_baseline_runs_on_the_stream(engine):
+    doc = "def area(width, h):\n    s = w * h\n    return s\n"
+    at = doc.index("width")
+    result = engine.next_edit(NextEditRequest(document=doc, edits=[RecentEdit(at, "w", "width")], mode="whole_region",
+                                              region_start_line=0, region_end_line=3, cursor=at + 5))
+    assert result.masked_spans == 1 and result.scored_tokens == 0  # the lines after the edited one
+    new = doc
+    for s in reversed(result.spans):  # every change is a span of the lines it re-masked, applied in place
+        assert s.start >= doc.index("\n") and doc[s.start:s.end] == s.original
+        new = new[:s.start] + s.new + new[s.end:]
+    assert result.region_text == new

@@ -282,23 +282,22 @@ class DaemonClient(EngineClient):
         except httpx.TransportError as exc:
             raise EngineUnavailable(f"engine at {self.socket_path or self.url} unreachable: {exc}") from exc
 
-    async def score(self, request: ScoreRequest) -> ScoreResult:
+    async def _post_checked(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        """POST one JSON request (starting the daemon if needed) and return its checked body."""
         await self._ensure_running()
         try:
-            r = await self._http.post("/v1/score", json=request.to_dict())
+            r = await self._http.post(path, json=body)
         except httpx.TransportError as exc:
             raise EngineUnavailable(f"engine at {self.socket_path or self.url} unreachable: {exc}") from exc
-        return ScoreResult.from_dict(_checked(r))
+        return _checked(r)
+
+    async def score(self, request: ScoreRequest) -> ScoreResult:
+        return ScoreResult.from_dict(await self._post_checked("/v1/score", request.to_dict()))
 
     async def next_edit(self, request: "NextEditRequest") -> "NextEditResult":
         from .next_edit.request import NextEditResult
 
-        await self._ensure_running()
-        try:
-            r = await self._http.post("/v1/next_edit", json=request.to_dict())
-        except httpx.TransportError as exc:
-            raise EngineUnavailable(f"engine at {self.socket_path or self.url} unreachable: {exc}") from exc
-        return NextEditResult.from_dict(_checked(r))
+        return NextEditResult.from_dict(await self._post_checked("/v1/next_edit", request.to_dict()))
 
     async def health(self) -> dict[str, Any]:
         self._check_socket()

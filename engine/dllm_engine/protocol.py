@@ -116,6 +116,14 @@ class Hole:
             raise ProtocolError(f"bucket must be an integer in [1, max_tokens], got {self.bucket!r}")
 
 
+def validate_scheduling(priority: object, deadline_s: object) -> None:
+    """The scheduling fields every engine request carries (infill, next edit)."""
+    if priority not in PRIORITIES:
+        raise ProtocolError(f"priority must be one of {PRIORITIES}, got {priority!r}")
+    if deadline_s is not None and not (0.0 < deadline_s <= 3600.0):
+        raise ProtocolError(f"deadline_s must be in (0, 3600], got {deadline_s!r}")
+
+
 @dataclass
 class InfillRequest:
     """Several holes of one file, filled in one batch against their contexts."""
@@ -137,10 +145,7 @@ class InfillRequest:
         for hole in self.holes:
             hole.validate()
         self.params.validate()
-        if self.priority not in PRIORITIES:
-            raise ProtocolError(f"priority must be one of {PRIORITIES}, got {self.priority!r}")
-        if self.deadline_s is not None and not (0.0 < self.deadline_s <= 3600.0):
-            raise ProtocolError(f"deadline_s must be in (0, 3600], got {self.deadline_s!r}")
+        validate_scheduling(self.priority, self.deadline_s)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -197,3 +197,21 @@ async def test_score_over_the_socket(daemon):
     assert "".join(t.text for t in r.tokens) == "    return x + 1\n"
     with http(daemon) as c:
         assert c.post("/v1/score", json={"prefix": "", "span": ""}).status_code == 400
+
+
+async def test_next_edit_over_the_socket_and_its_errors(daemon):
+    from dllm_engine.next_edit import NextEditRequest, RecentEdit
+
+    doc = "def area(width, h):\n    return w * h\n"
+    at = doc.index("width")
+    client = DaemonClient(socket_path=daemon)
+    try:
+        r = await client.next_edit(NextEditRequest(document=doc, edits=[RecentEdit(at, "w", "width")],
+                                                   region_start_line=0, region_end_line=2, cursor=at + 5))
+        with pytest.raises(ProtocolError, match="region"):  # the daemon's 400, raised as the in-process error
+            await client.next_edit(NextEditRequest(document=doc, edits=[], region_start_line=1,
+                                                   region_end_line=9, cursor=0))
+    finally:
+        await client.close()
+    assert r.region_start_line == 0 and r.masked_spans >= 1  # the stale `w`
+    assert all(doc[s.start:s.end] == s.original for s in r.spans)

@@ -7,6 +7,7 @@ import threading
 from concurrent.futures import Future
 
 import pytest
+
 from starlette.testclient import TestClient
 
 from dllm_engine.checkpoint import SMALL_MODEL_DIR
@@ -14,6 +15,7 @@ from dllm_engine.clients import InProcessClient
 from dllm_engine.daemon import EngineHost, build_app
 from dllm_engine.engine import Engine, EngineConfig
 from dllm_engine.next_edit import NextEditRequest, NextEditResult, RecentEdit
+from dllm_engine.next_edit.region_pass import supports
 from dllm_engine.next_edit.service import propose
 from dllm_engine.protocol import HoleResult, InfillResult, ProtocolError, RequestCancelled, ScoreResult, TokenScore
 from dllm_engine.tokenizer import TextTokenizer
@@ -49,6 +51,9 @@ def check_consistent(result: NextEditResult, doc: str = DOC) -> None:
 
 
 def test_real_model_re_masks_the_stale_uses(engine):
+    # The small model's canvas is bidirectional: its spans are holes, not one left-to-right
+    # stream (that is the default model's path: tests/bases/test_next_edit_stream.py).
+    assert not supports(engine)
     result = engine.next_edit(rename_request())
     assert result.model == "small" and result.masked_spans >= 2  # both stale `w`
     check_consistent(result)

@@ -75,3 +75,21 @@ def test_merge_joins_overlaps_and_keeps_the_nearest():
     spans = [Span(0, 5, "edit"), Span(3, 8, "score"), Span(20, 25, "edit"), Span(40, 45, "edit")]
     assert merge(spans, cursor=22, limit=2) == [Span(0, 8, "edit"), Span(20, 25, "edit")]
     assert merge(spans, cursor=50, limit=1) == [Span(40, 45, "edit")]
+
+
+def test_mentions_the_caller_did_not_name_as_code_are_not_seeded():
+    from dllm_engine.next_edit.spans import code_uses_only
+
+    doc = 'def f(total):\n    """Sum count items."""\n    return count + 1\n'
+    seeds = edit_seeds(doc, [RecentEdit(doc.index("total"), "count", "total")], 0, len(doc))
+    assert len(seeds) == 2  # the docstring's mention and the use
+    use = doc.index("count +")
+    kept = code_uses_only(seeds, doc, {"count"}, [(use, use + 5)])
+    assert [(s.start, s.end) for s in kept] == [(use, use + 5)]
+    assert code_uses_only(seeds, doc, {"count"}, []) == seeds  # no parse from the caller: every mention
+
+
+def test_a_place_named_twice_keeps_its_hint():
+    hinted, caller = Span(10, 15, "edit", "total"), Span(10, 15, "caller")
+    assert merge([hinted, caller], 0, 8) == [Span(10, 15, "edit", "total")]
+    assert merge([Span(10, 15, "edit", "total"), Span(12, 20, "score")], 0, 8)[0].hint == ""

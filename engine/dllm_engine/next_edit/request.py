@@ -18,7 +18,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..protocol import PRIORITIES, DiffusionParams, Priority, ProtocolError
+from ..protocol import DiffusionParams, Priority, ProtocolError, validate_scheduling
 
 SpanMode = Literal["chosen", "whole_region"]
 SPAN_MODES: tuple[str, ...] = ("chosen", "whole_region")
@@ -125,10 +125,7 @@ class NextEditRequest:
         if not (0.0 <= self.suspicious_below < 1.0):
             raise ProtocolError(f"suspicious_below must be in [0, 1), got {self.suspicious_below!r}")
         self.params.validate()
-        if self.priority not in PRIORITIES:
-            raise ProtocolError(f"priority must be one of {PRIORITIES}, got {self.priority!r}")
-        if self.deadline_s is not None and not (0.0 < self.deadline_s <= 3600.0):
-            raise ProtocolError(f"deadline_s must be in (0, 3600], got {self.deadline_s!r}")
+        validate_scheduling(self.priority, self.deadline_s)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -1,14 +1,20 @@
 """One next-edit request: score the region, choose spans, denoise them together, read back.
 
-Runs on the engine's public calls only (`score`, `submit`, the tokenizer), so it
-holds no model state and no torch: `Engine.next_edit` calls `propose(self, ...)`.
+A model that reads a canvas left to right (the default model: a shifted-logit base in blocks
+of 1) runs steps 1, 3 and 4 on one stream over the region (region_pass.py, streamed.py): one
+cached context for every span, no scoring pass afterwards. Other models (the small native
+one) run them on the engine's public calls (`score`, `submit`): `Engine.next_edit` calls
+`propose(self, ...)`.
 
 1. one capped scoring pass over the region around the cursor (what looks wrong);
 2. spans: the last edit's stale names and argument lists, the least likely
-   tokens, the caller's spans; merged, nearest the cursor first, capped;
-3. every span a hole of one batched infill (variable length: a span may come
-   back shorter or longer), each seeing the document as it is around it;
-4. the changed spans are scored in the new text for their confidence.
+   tokens, the caller's spans; merged, nearest the cursor first, capped (mentions of a
+   renamed name the caller did not name as code uses left out);
+3. the spans filled (variable length: a span may come back shorter or longer): on the
+   stream, left to right, each until it rejoins the text after it; else every span a hole
+   of one batched infill, each seeing the document as it is around it;
+4. the confidence of each changed span: from the stream's own forwards, or a scoring pass
+   over the new text.
 """
 
 from __future__ import annotations
@@ -19,17 +25,20 @@ import time
 from concurrent.futures import TimeoutError as FutureTimeout
 
 from ..protocol import Hole, InfillRequest, ProtocolError, RequestCancelled, ScoreRequest
+from . import streamed
+from .streamed import DROP
+from .region_pass import RegionPass, supports
 from .request import EditSpan, NextEditRequest, NextEditResult
-from .spans import WORD, Span, edit_seeds, merge, region_bounds, score_seeds, whole_region, widen_to_words
+from .spans import (WORD, Span, code_uses_only, edit_seeds, merge, region_bounds, replaced_words, score_seeds,
+                    whole_region, widen_to_words)
 
-# Context around each span. Every hole encodes its own context (suffix first, so holes of one
-# file share no cached prefix): context tokens times spans is most of a request's cost.
+# Context around the region (the stream) or around each span (holes: each encodes its own,
+# suffix first, so holes of one file share no cached prefix).
 PREFIX_CHARS, SUFFIX_CHARS = 1200, 600
 SCORE_CHARS = 3600  # a scoring pass takes at most 4000 characters
 SCORE_STRIDE = 4
 MAX_SCORE_SPANS = 4  # score-found spans per request: the rest of the budget is the edit's
 POLL_S = 0.05
-DROP = 0.25  # a token the edit made at least 4x less likely is a candidate
 
 
 def propose(engine, request: NextEditRequest, cancel: threading.Event | None = None) -> NextEditResult:
@@ -43,33 +52,50 @@ def propose(engine, request: NextEditRequest, cancel: threading.Event | None = N
     last = request.last_edit
     own = (last.offset, last.offset + len(last.inserted)) if last else (request.cursor, request.cursor)
     scored_tokens = 0
+    # A model that reads a canvas left to right gets one stream for the whole request (region_pass.py).
+    rp = (RegionPass(engine, doc[max(0, lo - PREFIX_CHARS):lo], doc[lo:hi], doc[hi:hi + SUFFIX_CHARS], cancel,
+                     None if request.deadline_s is None else time.monotonic() + request.deadline_s)
+          if supports(engine) else None)
     if request.mode == "whole_region":
         spans = whole_region(doc, lo, hi, own)
     else:
         seeds = edit_seeds(doc, request.edits, lo, hi)
         seeds += [Span(*widen_to_words(doc, max(lo, s.start), min(hi, s.end)), "caller")
                   for s in request.spans if s.start < hi and s.end > lo]
-        scored = _score_region(engine, doc, lo, hi, request) if request.score_tokens else []
+        score = (lambda: streamed.score_after_edit(rp, doc, lo, hi, request)) if rp else (
+            lambda: _score_region(engine, doc, lo, hi, request))
+        scored = score() if request.score_tokens else []
         scored_tokens = len(scored)
         taken = [(s.start, s.end) for s in seeds]
-        fresh = [t for t in scored if not any(t[0] < e and t[1] > s for s, e in taken)]
+        # A token touching a seed is that seed's to change (one stream span cannot end where the next begins).
+        fresh = [t for t in scored if not any(t[0] <= e + 1 and t[1] >= s - 1 for s, e in taken)]
         spans = seeds + score_seeds(doc, fresh, request.suspicious_below, MAX_SCORE_SPANS, own)
+        if last is not None:  # the scores find a docstring's mention of a renamed name too
+            spans = code_uses_only(spans, doc, replaced_words(doc, last), [(s.start, s.end) for s in request.spans])
     spans = merge(spans, request.cursor, request.max_spans)
     _check(cancel)
-    fills = _denoise(engine, doc, spans, request, cancel) if spans else []
-    fills = [_as_word(doc[s.start:s.end], new) for s, new in zip(spans, fills)]
-    changed = [(span, new) for span, new in zip(spans, fills) if new != doc[span.start:span.end]]
-    new_doc = _apply(doc, changed)
-    new_hi = hi + sum(len(new) - (s.end - s.start) for s, new in changed)
-    confidences = _confidences(engine, new_doc, changed) if changed else []
-    edits = [EditSpan(s.start, s.end, doc[s.start:s.end], new, conf, s.source)
-             for (s, new), conf in zip(changed, confidences)]
+    edits = (streamed.rewrite(rp, doc, lo, spans) if rp else _denoised_edits(engine, doc, spans, request, cancel)) \
+        if spans else []
+    new_doc = _apply(doc, [(Span(e.start, e.end, e.source), e.new) for e in edits])
+    new_hi = hi + sum(len(e.new) - (e.end - e.start) for e in edits)
     return NextEditResult(
         request_id=request.request_id, region_start_line=request.region_start_line,
         region_end_line=request.region_end_line, region_text=new_doc[lo:new_hi], spans=edits,
         masked_spans=len(spans), scored_tokens=scored_tokens, model=engine.model_name,
         elapsed_ms=(time.perf_counter() - t0) * 1000,
     )
+
+
+def _denoised_edits(engine, doc: str, spans: list[Span], request: NextEditRequest,
+                    cancel: threading.Event | None) -> list[EditSpan]:
+    """Every span a hole of one batched infill with its own context, then one scoring pass over
+    the new text for the confidences (models whose canvas is bidirectional)."""
+    fills = _denoise(engine, doc, spans, request, cancel)
+    fills = [_as_word(doc[s.start:s.end], new) for s, new in zip(spans, fills)]
+    changed = [(span, new) for span, new in zip(spans, fills) if new != doc[span.start:span.end]]
+    confidences = _confidences(engine, _apply(doc, changed), changed) if changed else []
+    return [EditSpan(s.start, s.end, doc[s.start:s.end], new, conf, s.source)
+            for (s, new), conf in zip(changed, confidences)]
 
 
 def _check(cancel: threading.Event | None) -> None:

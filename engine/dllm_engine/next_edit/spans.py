@@ -135,6 +135,16 @@ def edit_seeds(document: str, edits: list[RecentEdit], lo: int, hi: int) -> list
     return [s for s in spans if s.end <= own[0] or s.start >= own[1]]
 
 
+def code_uses_only(seeds: list[Span], document: str, renamed: set[str], named: list[tuple[int, int]]) -> list[Span]:
+    """The seeds left when a caller that parses the code named the uses of the renamed names
+    (`named`): an occurrence of a renamed name it did not name is in a string or a comment (a
+    docstring's mention of a parameter), which the rename does not reach."""
+    if not named:
+        return seeds
+    return [s for s in seeds if document[s.start:s.end] not in renamed
+            or any(a < s.end and b > s.start for a, b in named)]
+
+
 def score_seeds(document: str, scored: list[tuple[int, int, float, float]], threshold: float, limit: int,
                 avoid: tuple[int, int]) -> list[Span]:
     """The `limit` least likely scored tokens under `threshold`, widened to words.
@@ -178,7 +188,11 @@ def merge(spans: list[Span], cursor: int, limit: int) -> list[Span]:
     for span in sorted(spans, key=lambda s: (s.start, s.end)):
         if merged and span.start < merged[-1].end:
             prev = merged[-1]
-            merged[-1] = Span(prev.start, max(prev.end, span.end), prev.source)  # a merged span has no hint
+            end = max(prev.end, span.end)
+            # The same place named twice (a stale use the caller also found) keeps its hint;
+            # a span grown from two places has none.
+            hint = next((x.hint for x in (prev, span) if x.hint and (x.start, x.end) == (prev.start, end)), "")
+            merged[-1] = Span(prev.start, end, prev.source, hint)
         else:
             merged.append(span)
     nearest = sorted(merged, key=lambda s: min(abs(s.start - cursor), abs(s.end - cursor)))[:limit]

@@ -12,9 +12,8 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # LiteLLM fetches a model cost map from the internet when imported unless told not to.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 # Tests that need a real model but not a good one run on the small from-scratch model
-# (fast to load and to run). The new default (a pretrained base) runs in tests/bases/ and in
-# tests/editors/test_vscode_e2e.py::test_vscode_with_real_server (the extension starts the
-# server with its own environment, so a real editor meets the default model).
+# (fast to load and to run). The new default (a pretrained base) runs in tests/bases/ (editors'
+# e2e servers inherit this variable, so they run the small model too).
 os.environ.setdefault("DLLM_LSP_MODEL", "small")
 
 import torch  # noqa: E402  (after the thread settings)

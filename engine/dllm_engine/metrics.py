@@ -60,5 +60,5 @@ class EngineMetrics:
                 "cache_hit_rate": round(cache.stats.hit_rate, 4),
                 "cache_entries": len(cache),
                 "cache_bytes": cache.nbytes,
-                "cache_budget_bytes": cache.max_bytes,
+                "cache_budget_bytes": getattr(cache, "max_bytes", None),  # family runners keep no context cache
             }

@@ -1,0 +1,74 @@
+"""The official `openai` SDK against a daemon serving the default model as shipped (issue 13:
+"against the real default model"): the FIM stream a client such as Continue or minuet reads
+joins to the non-streamed text, arrives in several chunks, and ends truthfully.
+tests/engine/test_openai_sdk.py covers the API surface on the small model."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import openai
+import pytest
+
+TOKEN = "s3cret-token"
+PROMPT = "import os\n\n\ndef read_lines(path):\n    \"\"\"Return the lines of a text file.\"\"\"\n    with open(path) as f:\n        "
+SUFFIX = "\n\n\ndef count_lines(path):\n    return len(read_lines(path))\n"
+
+
+@pytest.fixture(scope="module")
+def client(tmp_path_factory):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    log_path = tmp_path_factory.mktemp("sdk-default") / "daemon.log"
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([sys.executable, "-m", "dllm_lsp", "engine", "serve", "--model", "default",
+                                 "--host", "127.0.0.1", "--port", str(port), "--token", TOKEN, "--threads", "1"],
+                                stdout=log, stderr=log, env={**os.environ, "OMP_NUM_THREADS": "1"})
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 180  # a fresh clone builds the weight cache first
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(base + "/health", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200:
+                break
+        except httpx.TransportError:
+            pass
+        if proc.poll() is not None:
+            break
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail(log_path.read_text())
+    if proc.poll() is not None:
+        pytest.fail(log_path.read_text())
+    yield openai.OpenAI(base_url=base + "/v1", api_key=TOKEN, max_retries=0)
+    proc.terminate()
+    proc.wait(10)
+
+
+def test_the_default_model_is_listed(client):
+    assert [m.id for m in client.models.list().data] == ["dllm-lsp-default"]
+
+
+def test_a_streamed_fill_of_the_default_model_joins_to_the_plain_one(client):
+    kw = dict(model="mercury-2", prompt=PROMPT, suffix=SUFFIX, max_tokens=32, temperature=0)
+    plain = client.completions.create(**kw)
+    chunks, reasons = [], []
+    for event in client.completions.create(stream=True, **kw):
+        for choice in event.choices:
+            if choice.text:
+                chunks.append(choice.text)
+            if choice.finish_reason:
+                reasons.append(choice.finish_reason)
+    text = plain.choices[0].text
+    assert text.strip(), text  # the base writes code here, not nothing
+    assert "".join(chunks) == text
+    assert reasons == [plain.choices[0].finish_reason] and reasons[0] in ("stop", "length")
+    if plain.usage.completion_tokens >= 8:
+        assert len(chunks) >= 2  # settled text arrives as the denoiser commits it, not at the end
+    assert plain.usage.prompt_tokens > 0 and plain.usage.completion_tokens > 0

@@ -5,15 +5,14 @@ tests/engine/test_openai_sdk.py covers the API surface on the small model."""
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
 import sys
-import time
+from pathlib import Path
 
-import httpx
 import openai
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "engine"))
+from tcp_daemon import tcp_daemon  # noqa: E402
 
 TOKEN = "s3cret-token"
 PROMPT = "import os\n\n\ndef read_lines(path):\n    \"\"\"Return the lines of a text file.\"\"\"\n    with open(path) as f:\n        "
@@ -22,33 +21,10 @@ SUFFIX = "\n\n\ndef count_lines(path):\n    return len(read_lines(path))\n"
 
 @pytest.fixture(scope="module")
 def client(tmp_path_factory):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
     log_path = tmp_path_factory.mktemp("sdk-default") / "daemon.log"
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen([sys.executable, "-m", "dllm_lsp", "engine", "serve", "--model", "default",
-                                 "--host", "127.0.0.1", "--port", str(port), "--token", TOKEN, "--threads", "1"],
-                                stdout=log, stderr=log, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 180  # a fresh clone builds the weight cache first
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(base + "/health", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        if proc.poll() is not None:
-            break
-        time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail(log_path.read_text())
-    if proc.poll() is not None:
-        pytest.fail(log_path.read_text())
-    yield openai.OpenAI(base_url=base + "/v1", api_key=TOKEN, max_retries=0)
-    proc.terminate()
-    proc.wait(10)
+    # wait_s: a fresh clone builds the default model's weight cache first
+    with tcp_daemon(["--model", "default"], TOKEN, log_path, wait_s=180) as base:
+        yield openai.OpenAI(base_url=base + "/v1", api_key=TOKEN, max_retries=0)
 
 
 def test_the_default_model_is_listed(client):

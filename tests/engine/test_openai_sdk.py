@@ -9,51 +9,28 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).parent))
+
 import httpx
 import openai
 import pytest
+from tcp_daemon import tcp_daemon  # noqa: E402
 
 TOKEN = "s3cret-token"
 PROMPT = "def fibonacci(n):\n    "
 SUFFIX = "\n\nprint(fibonacci(10))\n"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def base_url(tmp_path_factory):
-    port = free_port()
     log_path = tmp_path_factory.mktemp("sdk") / "daemon.log"
-    log = open(log_path, "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "dllm_lsp", "engine", "serve", "--host", "127.0.0.1",
-                             "--port", str(port), "--token", TOKEN, "--threads", "1",
-                             "--served-model-name", "mercury-edit-2"],
-                            stdout=log, stderr=log, env={**os.environ, "OMP_NUM_THREADS": "1"})
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(base + "/health", headers={"Authorization": f"Bearer {TOKEN}"}).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail(log_path.read_text())
-    yield base
-    proc.terminate()
-    proc.wait(10)
+    with tcp_daemon(["--served-model-name", "mercury-edit-2"], TOKEN, log_path) as base:
+        yield base
 
 
 @pytest.fixture(scope="module")

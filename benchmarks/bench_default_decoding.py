@@ -10,6 +10,8 @@ and how many fills agree with the first arm's text.
     python benchmarks/bench_default_decoding.py [--holes 40] [--threads 2] [--arms native:0,native:8,int4:0,int4:8]
         [--engine-from ../other-checkout]
 
+An arm `weights:drafts:rows=N` also runs N draft rows a pass (draft_adapter.py; the shipped
+adapter, or `adapter=FOLDER`); an arm without `rows=` runs none (drafting from the text alone).
 An arm `weights:drafts:exact` runs with every row count sent to the projections as it is
 (no row_buckets.py padding: the code before issue 16 defect 8), to measure the padding's cost.
 """
@@ -77,7 +79,17 @@ def main() -> int:
         return mock.patch.object(row_buckets, "bucket_rows", lambda rows: rows) if "exact" in arm[2:] and row_buckets \
             else contextlib.nullcontext()
 
-    engines = {arm: Engine(EngineConfig(model="default", threads=args.threads, weights=arm[0], draft_tokens=arm[1]))
+    def options(arm):  # rows=N, adapter=FOLDER (an engine before draft rows takes neither)
+        opts = dict(o.split("=", 1) for o in arm[2:] if "=" in o)
+        out = {"draft_rows": int(opts.get("rows", 0))} if "rows" in opts else {}
+        if "adapter" in opts:
+            out["draft_adapter"] = opts["adapter"]
+        if "draft_rows" in EngineConfig.__dataclass_fields__ and "draft_rows" not in out:
+            out["draft_rows"] = 0
+        return out
+
+    engines = {arm: Engine(EngineConfig(model="default", threads=args.threads, weights=arm[0], draft_tokens=arm[1],
+                                        **options(arm)))
                for arm in arms}
     holes = cut_holes(args.holes, args.seed)
     stats = {arm: {"fresh": [], "latency": [], "passes": 0, "tokens": 0, "texts": []} for arm in arms}

@@ -45,13 +45,14 @@ def current_block_starts(canvases: torch.Tensor, lens: torch.Tensor, block: int,
 
 def shifted_canvas_logits(runner, contexts, canvases: torch.Tensor, canvas_lens: torch.Tensor,
                           rows: torch.Tensor | None, compact: bool, absorb: bool,
-                          drafts: torch.Tensor | None = None) -> torch.Tensor:
+                          drafts: torch.Tensor | None = None, draft_rows: bool = False) -> torch.Tensor:
     """canvas_logits for a shifted-logit model (see the module docstring); the same contract
     as ModelRunner.canvas_logits: [B, W, V], or [M, V] for `rows` with `compact`.
 
     `drafts` (long [B, W], -1 where none): guessed tokens the pass runs in masked slots
     (drafting.py), so the slot after each gets the model's logits given the guess. The
-    canvas itself (which slots are finished) is read from `canvases` alone."""
+    canvas itself (which slots are finished) is read from `canvases` alone. `draft_rows`: the
+    rows that show a mask run with the model's draft adapter (draft_adapter.py)."""
     b, width = canvases.shape
     block, dev = runner.block, runner.device
     offset = torch.tensor([c.absorbed for c in contexts], device=dev)  # slots already in each context
@@ -101,8 +102,9 @@ def shifted_canvas_logits(runner, contexts, canvases: torch.Tensor, canvas_lens:
     # known (fold_committed), so the pass keeps its K/V.
     keep = absorb and block == 1
     fold = absorb and block and bool((done > 0).any())
+    adapted = {"draft_rows": real & (ids == runner.config.mask_token_id)} if draft_rows else {}
     logits, new_kv = runner.model(ids, positions, mask=mask, past=past, logits_rows=want,
-                                  compact=compact and rows is not None, return_kv=fold or keep)
+                                  compact=compact and rows is not None, return_kv=fold or keep, **adapted)
     if fold:
         _append_finished(runner, contexts, canvases, offset, done, new_kv)
     runner.last_pass = PassRows(contexts, ids.cpu(), real.cpu(), done.tolist(), offset.tolist(), new_kv,

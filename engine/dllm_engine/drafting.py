@@ -90,3 +90,31 @@ def canvas_drafts(active: list, canvases: torch.Tensor, window: torch.Tensor, ma
             drafts[row, c:c + draft.numel()] = draft.to(drafts.device)
             any_draft = True
     return drafts if any_draft else None
+
+
+def row_drafts(active: list, canvases: torch.Tensor, window: torch.Tensor, drafts: torch.Tensor | None,
+               limit: int, rows: int) -> tuple[torch.Tensor | None, torch.Tensor | None]:
+    """(drafts, probes) for a pass with draft rows (draft_adapter.py). A canvas the text
+    offers no draft for takes its last pass's draft-row guesses (`a.row_draft`) when they
+    start at its current slot; `probes` (bool [B, W]) are the slots the draft rows
+    predict: masked slots after the last draft token (its own slot runs as the first
+    draft row, masked), `rows` of them, inside the canvas. (None, None) parts when empty."""
+    out = drafts if drafts is not None else torch.full_like(canvases, -1)
+    probes = torch.zeros_like(canvases, dtype=torch.bool)
+    current = window.float().argmax(-1).tolist()
+    for row, a in enumerate(active):
+        if a.params.temperature > 0 or a.context.ids is None or int(window[row].sum()) != 1:
+            continue
+        c, n = current[row], a.canvas.numel()
+        k = int((out[row] >= 0).sum())
+        if not k and a.row_draft is not None and a.row_draft[0] == c:
+            guess = torch.tensor(a.row_draft[1][:max(0, min(limit, n - c - 1))], dtype=torch.long)
+            if guess.numel():
+                out[row, c:c + guess.numel()] = guess.to(out.device)
+                k = guess.numel()
+        first = c + k + 1
+        last = min(c + k + rows, n - 1)
+        if first <= last:
+            probes[row, first:last + 1] = True
+    any_draft = bool((out >= 0).any())
+    return (out if any_draft else None), (probes if bool(probes.any()) else None)

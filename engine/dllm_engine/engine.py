@@ -26,7 +26,8 @@ from .canvas_rules import advance, fill_tokens, forget_rewritten, remask, stop_t
 from .checkpoint import LoadedModel, load
 from .context_cache import context_budget_bytes
 from .denoise import SpecialIds, denoise_pass
-from .drafting import accepted_run, canvas_drafts
+from .draft_adapter import attach as attach_draft_adapter
+from .drafting import accepted_run, canvas_drafts, row_drafts
 from .cpu_features import native_bf16
 from .healing import TokenHealer, heal, unheal
 from .heap_trim import HeapTrimmer
@@ -82,6 +83,13 @@ class EngineConfig:
     # 3 keeps a pass under weight_only.DENSE_ROWS rows, where the int4 kernel is the fast one
     # (bench_default_decoding.py: 3 drafts 422 ms, 6 559 ms, none 649 ms per cached line).
     draft_tokens: int = 3
+    # Draft rows (draft_adapter.py): this many masked slots after the last draft token run in
+    # each pass with the model's draft adapter, and their guesses are the next pass's draft
+    # when the text has none (greedy output unchanged). 0: off; no effect without an adapter.
+    draft_rows: int = 3
+    # The draft adapter: "shipped" (the one in the package for the model's base, if any),
+    # "none", or a folder holding draft_adapter.json / .safetensors.
+    draft_adapter: str = "shipped"
 
     def __post_init__(self) -> None:
         if self.device == "auto":
@@ -96,6 +104,8 @@ class EngineConfig:
             raise ValueError(f"weights must be auto, native, int8 or int4, got {self.weights!r}")
         if self.draft_tokens < 0:
             raise ValueError(f"draft_tokens must be 0 (off) or more, got {self.draft_tokens!r}")
+        if self.draft_rows < 0:
+            raise ValueError(f"draft_rows must be 0 (off) or more, got {self.draft_rows!r}")
         if self.max_batch < 1 or self.max_queue < 1:
             raise ValueError("max_batch and max_queue must be at least 1")
         self.buckets = tuple(sorted(self.buckets))
@@ -127,6 +137,10 @@ class Engine:
         if self.loaded.tokenizer is None:
             raise ProtocolError(f"{self.loaded.path}: no tokenizer.json; the engine needs one to infill text")
         self.loaded.model.use_kernels(None if self.config.kernels == "auto" else self.config.kernels)
+        self.draft_rows = 0
+        if self.config.draft_rows and self.config.draft_tokens:
+            adapter = attach_draft_adapter(self.loaded, self.config.draft_adapter)
+            self.draft_rows = min(self.config.draft_rows, adapter.config.rows) if adapter is not None else 0
         if hasattr(self.loaded.model, "fuse_projections"):  # q/k/v and gate/up: one GEMM each
             self.loaded.model.fuse_projections()
         self.weights = self._weights_for(self.loaded)
@@ -458,14 +472,19 @@ class Engine:
         # The LM head only where a token may be committed, unless re-masking needs every slot.
         rows = None if any(p.remask_below > 0 for p in params) else masked
         compact = rows is not None and getattr(self.runner, "compact_logits", False)  # [M, V]: masked slots only
-        drafts = checked = None
+        drafts = checked = probes = None
         if window is not None and compact and not delayed and self.config.draft_tokens and self.runner.block == 1:
             drafts = canvas_drafts(active, canvases, window, self.special.mask, self.config.draft_tokens,
                                    self._draft_stops)
+            if self.draft_rows:
+                drafts, probes = row_drafts(active, canvases, window, drafts, self.config.draft_tokens,
+                                            self.draft_rows)
         if drafts is not None:  # the pass also gives the logits of the slot after each draft token
             checked = torch.zeros_like(masked)
             checked[:, 1:] = drafts[:, :-1] >= 0
             rows = masked | checked
+        if probes is not None:  # and of the slots after the draft rows (masked slots, run adapted)
+            rows = rows | probes
         canvas_kv = fresh = None
         if delayed:
             fresh = valid.clone()
@@ -480,7 +499,14 @@ class Engine:
                 extra["compact"] = True
             if drafts is not None:
                 extra["drafts"] = drafts
+            if probes is not None:
+                extra["draft_rows"] = True
             logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows, **extra)
+            if probes is not None:  # the compact rows of the draft rows' slots, set aside
+                probe_logits = logits[probes[rows]]
+                own_or_checked = ~probes[rows]
+                logits = logits[own_or_checked]
+                rows = rows & ~probes
             if drafts is not None:  # split the compact rows: the current slots, then the checked ones
                 own = masked[rows]
                 logits, draft_logits = logits[own], logits[~own]
@@ -504,6 +530,8 @@ class Engine:
         new_canvases = torch.where(commit, out.tokens, canvases)
         if drafts is not None:
             self._accept_drafts(drafts, draft_logits, checked, window, commit, new_canvases)
+        if probes is not None:
+            self._keep_row_drafts(active, probes, probe_logits, new_canvases)
         if window is not None and not delayed and hasattr(self.runner, "fold_committed"):
             self.runner.fold_committed(new_canvases)  # the pass's committed rows join their contexts
         committed = commit.sum(-1).tolist()
@@ -559,6 +587,27 @@ class Engine:
             if n > 1:
                 new_canvases[row, c + 1:c + n] = torch.tensor(model[1:n], device=new_canvases.device)
                 commit[row, c + 1:c + n] = True
+
+    def _keep_row_drafts(self, active, probes, probe_logits, new_canvases) -> None:
+        """Each canvas's draft rows' greedy guesses become its next pass's draft, when the
+        slots before them are all committed now (the rows read the drafts as they stood: a
+        rejected draft token makes every guess after it moot)."""
+        sub = probe_logits.float()
+        sub[:, list(self.special.banned)] = float("-inf")
+        picks = sub.argmax(-1)
+        stops = self._draft_stops[picks.cpu()].tolist()
+        picks = picks.tolist()
+        at = 0
+        for row, a in enumerate(active):
+            slots = probes[row].nonzero().squeeze(-1).tolist()
+            mine, stop = picks[at:at + len(slots)], stops[at:at + len(slots)]
+            at += len(slots)
+            a.row_draft = None
+            if not slots or bool((new_canvases[row, :slots[0]] == self.special.mask).any()):
+                continue
+            n = stop.index(True) if True in stop else len(mine)
+            if n:
+                a.row_draft = (slots[0], mine[:n])
 
     def _restrict_first_slot(self, logits, canvases, masked, active, healed: list[int], compact: bool) -> None:
         """Ban every token that does not extend the backed-up word at slot 0 of the healed

@@ -196,14 +196,21 @@ class Block(nn.Module):
         else:
             self.post_attn_norm = self.post_mlp_norm = None
 
-    def forward(self, x, cos, sin, mask, past, canvas=None, kv_only=False):
-        attn, new_kv = self.self_attn(self.input_layernorm(x), cos, sin, mask, past, canvas, kv_only)
+    def forward(self, x, cos, sin, mask, past, canvas=None, kv_only=False, adapter=None, rows=None):
+        """`adapter` (draft_adapter.LayerAdapter) acts on `rows` alone: the draft rows."""
+        h = self.input_layernorm(x)
+        if adapter is not None:
+            h = adapter.attention_input(h, rows)
+        attn, new_kv = self.self_attn(h, cos, sin, mask, past, canvas, kv_only)
         if kv_only:
             return x, new_kv
         if self.post_attn_norm is not None:
             attn = self.post_attn_norm(attn)
         x = x + attn
-        out = self.mlp(self.post_attention_layernorm(x))
+        h = self.post_attention_layernorm(x)
+        out = self.mlp(h)
+        if adapter is not None:
+            out = adapter.mlp_output(out, h, rows)
         if self.post_mlp_norm is not None:
             out = self.post_mlp_norm(out)
         return x + out, new_kv
@@ -242,6 +249,7 @@ class DiffusionTransformer(nn.Module):
         if cfg.tie_word_embeddings:
             self.lm_head.weight = self.model.embed_tokens.weight
         self.kernels: ops.Force = None
+        self.draft_adapter = None  # draft_adapter.DraftAdapter: the draft rows' adapter, when attached
         self.register_buffer("inv_freq", rope_inv_freq(cfg), persistent=False)
         self.local = local_layers(cfg)
         if any(self.local):
@@ -277,6 +285,7 @@ class DiffusionTransformer(nn.Module):
         canvas: ops.CanvasSpec | None = None,
         compact: bool = False,
         kv_only: bool = False,
+        draft_rows: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor | None, KV | None]:
         """Logits [B, S', V] for the rows in `logits_slice` (all by default), plus the new tokens' K/V.
 
@@ -288,10 +297,17 @@ class DiffusionTransformer(nn.Module):
         `kv_only` (encoding a context): no logits (None), only the new K/V; the last layer
         stops once it has its K/V, since nothing reads its attention output or MLP
         (a sixth of the encode's FLOPs for a six-layer model, exactly the same K/V).
+
+        `draft_rows` (bool [B, S]): rows the attached draft adapter acts on
+        (draft_adapter.py); every other row is computed exactly as without it.
         """
         x = self.model.embed_tokens(ids)
         if self.config.embed_scale != 1.0:  # in the embeddings' dtype, as Gemma does
             x = x * torch.tensor(self.config.embed_scale, dtype=x.dtype)
+        adapter = rows = None
+        if draft_rows is not None and self.draft_adapter is not None and bool(draft_rows.any()):
+            adapter, rows = self.draft_adapter, draft_rows.nonzero(as_tuple=True)
+            x = adapter.embed(x, rows)
         # cos/sin rounded to the model's dtype (as the bases compute them), held as float32:
         # every layer multiplies them in float32, so each would otherwise convert them again.
         cos, sin = self.rope(positions)
@@ -306,7 +322,8 @@ class DiffusionTransformer(nn.Module):
         last = len(self.model.layers) - 1
         for i, layer in enumerate(self.model.layers):
             c, s_ = rope_local if self.local[i] else (cos, sin)
-            x, kv = layer(x, c, s_, mask, past[i] if past is not None else None, canvas, kv_only and i == last)
+            x, kv = layer(x, c, s_, mask, past[i] if past is not None else None, canvas, kv_only and i == last,
+                          adapter.layers[i] if adapter is not None else None, rows)
             if return_kv or kv_only:
                 new_kv.append(kv)
         if kv_only:

@@ -253,7 +253,7 @@ class ModelRunner:
     @torch.inference_mode()
     def canvas_logits(self, contexts: list[EncodedContext], canvases: torch.Tensor, canvas_lens: torch.Tensor,
                       rows: torch.Tensor | None = None, compact: bool = False, absorb: bool = False,
-                      drafts: torch.Tensor | None = None) -> torch.Tensor:
+                      drafts: torch.Tensor | None = None, draft_rows: bool = False) -> torch.Tensor:
         """Logits [B, L, V] for canvases [B, L] (rows padded past canvas_lens[b]).
 
         With `rows` (bool [B, L]) only those slots get logits (the others are zero);
@@ -261,10 +261,12 @@ class ModelRunner:
         (no [B, L, V] tensor to zero and scatter into: a tenth of a batched pass on a CPU).
         `absorb` (the engine's own holes, block decoding): finished blocks join their hole's
         context (block_decoding.py), so a pass runs only the current block. `drafts`: guessed
-        tokens run in masked slots (shifted-logit models: drafting.py).
+        tokens run in masked slots (shifted-logit models: drafting.py). `draft_rows`: the masked
+        slots the pass runs are draft rows (the model's draft adapter acts on them alone).
         """
         if self.shifted:
-            return shifted_canvas_logits(self, contexts, canvases, canvas_lens, rows, compact, absorb, drafts)
+            return shifted_canvas_logits(self, contexts, canvases, canvas_lens, rows, compact, absorb, drafts,
+                                         draft_rows)
         if drafts is not None:
             raise ValueError("drafts need a shifted-logit model")
         b, length = canvases.shape

@@ -76,6 +76,9 @@ class ActiveHole:
     # from an earlier pass, and those K/V [layers, 2, Hkv, L, D]. None: recompute every slot.
     frozen: torch.Tensor | None = None
     canvas_kv: torch.Tensor | None = None
+    # Draft rows (draft_adapter.py): the guesses of the last pass's draft rows, (first slot,
+    # tokens), for the next pass to check when the text offers no draft.
+    row_draft: tuple[int, list[int]] | None = None
 
     @property
     def params(self):

@@ -34,6 +34,12 @@ def tiny_model(tmp_path_factory) -> Path:
     return write_tiny_native(tmp_path_factory.mktemp("tiny") / "model")
 
 
+@pytest.fixture(scope="session")
+def tiny_shifted_model(tmp_path_factory) -> Path:
+    """The same, as a shifted-logit model decoded in blocks of 1 (the default model's decoding)."""
+    return write_tiny_native(tmp_path_factory.mktemp("shifted") / "model", seed=3, logits_shift=True, decode_block=1)
+
+
 @pytest.fixture(scope="module")
 def default_engine():
     """The engine on the shipped default model, one per test module."""

@@ -38,6 +38,10 @@ def add_arguments(p) -> None:
                         "weight-only int4 projections with an int8 head, on the CPU")
     p.add_argument("--draft-tokens", type=int, default=None,
                    help="the in-process engine's draft length (drafting.py; 0 turns drafting off; default: the engine's)")
+    p.add_argument("--draft-rows", type=int, default=None,
+                   help="the in-process engine's draft rows per pass (draft_adapter.py; 0: off; default: the engine's)")
+    p.add_argument("--draft-adapter", default=None,
+                   help="the in-process engine's draft adapter: shipped, none, or a folder (default: shipped)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-json")
     p.add_argument("--out-md")

@@ -26,7 +26,8 @@ def make_client(args):
     from ..clients import DaemonClient, InProcessClient, OpenAIFimClient
 
     if args.endpoint is None:
-        extra = {} if args.draft_tokens is None else {"draft_tokens": args.draft_tokens}
+        extra = {key: getattr(args, key) for key in ("draft_tokens", "draft_rows", "draft_adapter")
+                 if getattr(args, key, None) is not None}
         return InProcessClient(model=args.model, threads=args.threads, weights=args.weights, **extra)
     if args.kind == "openai":
         return OpenAIFimClient(args.endpoint, model=args.openai_model or "default")

@@ -1,0 +1,275 @@
+"""Train the draft rows' adapter (draft_adapter.py) of a pretrained base, on a CPU.
+
+One step, per sequence of real code laid out as the engine reads it (`bos <suffix
+marker> suffix <prefix marker> prefix middle end`):
+1. the frozen base runs the real tokens causally, without gradients: their K/V,
+   and its next-token distribution at every row (the teacher);
+2. at anchors in the prefix's tail and the middle, `rows` draft rows follow the
+   anchor (mask inputs at the next positions, seeing the real tokens up to the
+   anchor and the draft rows before them, as in the engine's pass); draft row k
+   predicts the token at anchor + k + 1, and its target is the base's own
+   distribution there under teacher forcing (KL), which is what the base would
+   commit if the tokens before were right;
+3. only the draft rows run with gradients, and only the adapter learns.
+So the costly part (the real tokens) is a forward without a graph, and every draft
+row carries a dense target. Resumable: the adapter and optimiser state are saved
+to the run folder; the loss and the held-out top-1 agreement per row go to a CSV.
+
+`python -m dllm_engine.training.draft_rows --run runs/drafts --minutes 120`
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import random
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from .. import draft_adapter
+from ..checkpoint import load
+from ..layout import causal_mask
+from .corpus import build_manifest, default_roots
+
+FIELDS = ["split", "step", "seconds", "lr", "loss", "agree_1", "agree_2", "agree_3", "agree_4", "rows_per_s"]
+
+
+def sample_sequence(rng: random.Random, files: list[str], tok, cfg, suffix_max: int, prefix_max: int,
+                    middle_max: int) -> list[int] | None:
+    """One training sequence in the engine's layout, cut from a random window of a file at
+    line boundaries, with the middle's length (1 to `middle_max` tokens) as of a line fill."""
+    path = rng.choice(files)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    lines = text.splitlines(keepends=True)
+    if len(lines) < 8:
+        return None
+    at = rng.randrange(2, len(lines) - 2)
+    span = rng.choice((1, 1, 1, 2, 3))
+    prefix = "".join(lines[max(0, at - 60):at])
+    middle = "".join(lines[at:at + span])
+    suffix = "".join(lines[at + span:at + span + 30])
+    if not middle.strip():
+        return None
+    p_ids = tok.encode(prefix)[-prefix_max:]
+    m_ids = tok.encode(middle)[:middle_max]
+    s_ids = tok.encode(suffix)[:rng.randrange(0, suffix_max + 1)]
+    if len(p_ids) < 16 or len(m_ids) < 2:
+        return None
+    bos = [cfg.bos_token_id] if cfg.bos_token_id >= 0 else []
+    return [*bos, cfg.suffix_token_id, *s_ids, cfg.prefix_token_id, *p_ids, *m_ids, cfg.eos_token_id]
+
+
+def anchors_of(rng: random.Random, length: int, rows: int, count: int, tail: int) -> list[int]:
+    """Anchor positions in the last `tail` tokens (each with `rows` + 1 real tokens after it)."""
+    last = length - rows - 2
+    first = max(1, last - tail)
+    if last <= first:
+        return []
+    return sorted(rng.sample(range(first, last + 1), min(count, last - first + 1)))
+
+
+def draft_batch(seqs: list[list[int]], anchors: list[list[int]], rows: int, mask_id: int):
+    """The draft rows of a batch (padded to the longest sequence, left-aligned): ids, positions,
+    mask [B, 1, R, S + R] (real tokens up to the anchor, the group's earlier draft rows), and the
+    teacher row of each draft row (the real row at the same position)."""
+    b = len(seqs)
+    s = max(len(q) for q in seqs)
+    r = max(len(a) for a in anchors) * rows
+    ids = torch.full((b, r), mask_id, dtype=torch.long)
+    pos = torch.zeros((b, r), dtype=torch.long)
+    mask = torch.zeros((b, 1, r, s + r), dtype=torch.bool)
+    used = torch.zeros((b, r), dtype=torch.bool)
+    teacher = torch.zeros((b, r), dtype=torch.long)
+    for i, group in enumerate(anchors):
+        for g, a in enumerate(group):
+            for k in range(rows):
+                row = g * rows + k
+                pos[i, row] = a + 1 + k
+                mask[i, 0, row, :a + 1] = True
+                mask[i, 0, row, s + g * rows:s + row + 1] = True
+                used[i, row] = True
+                teacher[i, row] = a + 1 + k
+    return ids, pos, mask, used, teacher
+
+
+class DraftTrainer:
+    def __init__(self, args) -> None:
+        self.args = args
+        torch.manual_seed(args.seed)
+        loaded = load(args.model, dtype=torch.bfloat16)
+        self.model, self.cfg, self.tok = loaded.model, loaded.config, loaded.tokenizer
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+        self.run = Path(args.run)
+        self.run.mkdir(parents=True, exist_ok=True)
+        self.adapter = draft_adapter.load(self.run / "adapter")
+        if self.adapter is None:
+            self.adapter = draft_adapter.init_from_base(self.model, self.cfg.mask_token_id, args.rank, args.rows)
+            self.adapter.config.base = self.cfg.extra.get("base", "")
+            self.adapter.config.base_key = loaded.path.name
+        self.adapter.train()
+        self.model.draft_adapter = self.adapter
+        self.opt = torch.optim.AdamW(self.adapter.parameters(), lr=args.lr, weight_decay=0.0, betas=(0.9, 0.98))
+        state = self.run / "state.pt"
+        self.step, self.seconds = 0, 0.0
+        if state.exists():
+            saved = torch.load(state, weights_only=True)
+            self.opt.load_state_dict(saved["opt"])
+            self.step, self.seconds = saved["step"], saved["seconds"]
+        manifest = build_manifest(default_roots())
+        self.train_files, self.held_files = manifest["train"], manifest["heldout"]
+        self.rng = random.Random(args.seed + self.step)
+        held_rng = random.Random(1234)
+        self.held = [s for s in (self._sample(held_rng, self.held_files) for _ in range(3 * args.held)) if s][:args.held]
+
+    def _sample(self, rng, files):
+        a = self.args
+        return sample_sequence(rng, files, self.tok, self.cfg, a.suffix_max, a.prefix_max, a.middle_max)
+
+    def lr_at(self) -> float:
+        a = self.args
+        warm = min(1.0, (self.step + 1) / a.warmup)
+        frac = min(1.0, self.seconds / max(1.0, a.decay_minutes * 60))
+        return a.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+
+    def losses(self, seqs: list[list[int]], rng: random.Random):
+        """(mean KL over draft rows, top-1 agreement per row [rows]) for a batch of sequences."""
+        a, cfg, model = self.args, self.cfg, self.model
+        rows = self.adapter.config.rows
+        anchors = [anchors_of(rng, len(q), rows, a.anchors, a.tail) for q in seqs]
+        keep = [i for i, g in enumerate(anchors) if g]
+        seqs, anchors = [seqs[i] for i in keep], [anchors[i] for i in keep]
+        b, s = len(seqs), max(len(q) for q in seqs)
+        real = torch.full((b, s), cfg.eos_token_id, dtype=torch.long)
+        for i, q in enumerate(seqs):
+            real[i, :len(q)] = torch.tensor(q)
+        ids, pos, mask, used, teacher_at = draft_batch(seqs, anchors, rows, cfg.mask_token_id)
+        want = torch.zeros((b, s), dtype=torch.bool)
+        want.scatter_(1, teacher_at, used)
+        with torch.no_grad():
+            positions = torch.arange(s)[None].expand(b, -1)
+            t_logits, kv = model(real, positions, mask=causal_mask(0, s, real.device), return_kv=True,
+                                 logits_rows=want)
+        # The teacher row for every draft row, in the draft rows' order.
+        teacher = t_logits[torch.arange(b)[:, None].expand_as(teacher_at), teacher_at][used].float()
+        logits, _ = model(ids, pos, mask=mask, past=kv, logits_rows=used, compact=True, draft_rows=used)
+        logp = F.log_softmax(logits.float(), -1)
+        t_logp = F.log_softmax(teacher, -1)
+        kl = (t_logp.exp() * (t_logp - logp)).sum(-1)
+        agree = (logits.argmax(-1) == teacher.argmax(-1)).float()
+        k_of = torch.arange(ids.shape[1])[None].expand(b, -1)[used] % rows
+        per_row = [float(agree[k_of == k].mean()) if bool((k_of == k).any()) else float("nan") for k in range(rows)]
+        return kl.mean(), per_row, int(used.sum())
+
+    def held_out(self) -> tuple[float, list[float]]:
+        self.adapter.eval()
+        rng = random.Random(99)
+        kls, agrees = [], []
+        with torch.no_grad():
+            for i in range(0, len(self.held), self.args.batch):
+                kl, per_row, _ = self.losses(self.held[i:i + self.args.batch], rng)
+                kls.append(float(kl))
+                agrees.append(per_row)
+        self.adapter.train()
+        return sum(kls) / len(kls), [sum(r[k] for r in agrees) / len(agrees) for k in range(len(agrees[0]))]
+
+    def log(self, row: dict) -> None:
+        path = self.run / "loss.csv"
+        new = not path.exists()
+        with path.open("a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+            if new:
+                w.writeheader()
+            w.writerow({k: (f"{v:.5g}" if isinstance(v, float) else v) for k, v in row.items()})
+        print(json.dumps(row), flush=True)
+
+    def save(self, held: tuple[float, list[float]] | None = None) -> None:
+        cfg = self.adapter.config
+        cfg.trained = {"steps": self.step, "seconds": round(self.seconds), "corpus": "stdlib (corpus.py manifest)",
+                       "objective": "KL to the frozen base's next-token distribution at each draft row's slot",
+                       **({"held_out_kl": round(held[0], 4), "held_out_agreement": [round(x, 4) for x in held[1]]}
+                          if held else (cfg.trained or {}))}
+        self.adapter.save(self.run / "adapter")
+        torch.save({"opt": self.opt.state_dict(), "step": self.step, "seconds": self.seconds}, self.run / "state.pt")
+
+    def train(self) -> None:
+        a = self.args
+        if self.step == 0:
+            kl, agree = self.held_out()
+            self.log({"split": "heldout", "step": 0, "seconds": 0.0, "loss": kl,
+                      **{f"agree_{k + 1}": v for k, v in enumerate(agree)}})
+        stop_at = time.monotonic() + a.minutes * 60
+        window, t_rows, t_time = [], 0, 0.0
+        while time.monotonic() < stop_at:
+            t0 = time.perf_counter()
+            seqs = [s for s in (self._sample(self.rng, self.train_files) for _ in range(2 * a.batch)) if s][:a.batch]
+            if not seqs:
+                continue
+            lr = self.lr_at()
+            for g in self.opt.param_groups:
+                g["lr"] = lr
+            kl, agree, n = self.losses(seqs, self.rng)
+            self.opt.zero_grad(set_to_none=True)
+            kl.backward()
+            torch.nn.utils.clip_grad_norm_(self.adapter.parameters(), 1.0)
+            self.opt.step()
+            dt = time.perf_counter() - t0
+            self.step += 1
+            self.seconds += dt
+            window.append((float(kl.detach()), agree))
+            t_rows += n
+            t_time += dt
+            if self.step % a.log_every == 0:
+                self.log({"split": "train", "step": self.step, "seconds": self.seconds, "lr": lr,
+                          "loss": sum(w[0] for w in window) / len(window),
+                          **{f"agree_{k + 1}": sum(w[1][k] for w in window) / len(window) for k in range(len(agree))},
+                          "rows_per_s": t_rows / max(1e-9, t_time)})
+                window, t_rows, t_time = [], 0, 0.0
+            if self.step % a.eval_every == 0:
+                held = self.held_out()
+                self.log({"split": "heldout", "step": self.step, "seconds": self.seconds, "loss": held[0],
+                          **{f"agree_{k + 1}": v for k, v in enumerate(held[1])}})
+                self.save(held)
+        held = self.held_out()
+        self.log({"split": "heldout", "step": self.step, "seconds": self.seconds, "loss": held[0],
+                  **{f"agree_{k + 1}": v for k, v in enumerate(held[1])}})
+        self.save(held)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--model", default="default", help="the base (a name in bases/catalog.py, or 'default')")
+    p.add_argument("--run", required=True, help="run folder (resumed when it holds a state)")
+    p.add_argument("--minutes", type=float, default=60.0, help="wall-clock budget of this run")
+    p.add_argument("--decay-minutes", type=float, default=180.0, help="the learning rate's cosine length (training time)")
+    p.add_argument("--rows", type=int, default=4)
+    p.add_argument("--rank", type=int, default=64)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--warmup", type=int, default=50)
+    p.add_argument("--batch", type=int, default=2)
+    p.add_argument("--anchors", type=int, default=32, help="anchors per sequence")
+    p.add_argument("--tail", type=int, default=96, help="anchors fall in the last this many tokens")
+    p.add_argument("--suffix-max", type=int, default=160)
+    p.add_argument("--prefix-max", type=int, default=320)
+    p.add_argument("--middle-max", type=int, default=48)
+    p.add_argument("--held", type=int, default=16, help="held-out sequences (fixed)")
+    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+    args = p.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    DraftTrainer(args).train()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -124,8 +124,11 @@ class DraftTrainer:
             saved = torch.load(state, weights_only=True)
             self.opt.load_state_dict(saved["opt"])
             self.step, self.seconds = saved["step"], saved["seconds"]
-        manifest = build_manifest(default_roots())
+        roots = [Path(r) for r in args.corpus] if args.corpus else default_roots()
+        manifest = build_manifest(roots)
         self.train_files, self.held_files = manifest["train"], manifest["heldout"]
+        if not self.held_files:  # a small corpus: hold out one file rather than none
+            self.train_files, self.held_files = self.train_files[:-1], self.train_files[-1:]
         self.rng = random.Random(args.seed + self.step)
         held_rng = random.Random(1234)
         self.held = [s for s in (self._sample(held_rng, self.held_files) for _ in range(3 * args.held)) if s][:args.held]
@@ -193,7 +196,8 @@ class DraftTrainer:
 
     def save(self, held: tuple[float, list[float]] | None = None) -> None:
         cfg = self.adapter.config
-        cfg.trained = {"steps": self.step, "seconds": round(self.seconds), "corpus": "stdlib (corpus.py manifest)",
+        corpus = ", ".join(self.args.corpus) if self.args.corpus else "the standard library (corpus.py's manifest)"
+        cfg.trained = {"steps": self.step, "seconds": round(self.seconds), "corpus": corpus,
                        "objective": "KL to the frozen base's next-token distribution at each draft row's slot",
                        **({"held_out_kl": round(held[0], 4), "held_out_agreement": [round(x, 4) for x in held[1]]}
                           if held else (cfg.trained or {}))}
@@ -246,6 +250,8 @@ class DraftTrainer:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--corpus", action="append", help="a folder of Python sources (repeatable; default: the "
+                   "standard library, as corpus.py's manifest takes it, files mentioning HumanEval excluded)")
     p.add_argument("--model", default="default", help="the base (a name in bases/catalog.py, or 'default')")
     p.add_argument("--run", required=True, help="run folder (resumed when it holds a state)")
     p.add_argument("--minutes", type=float, default=60.0, help="wall-clock budget of this run")

@@ -35,6 +35,7 @@ from .. import draft_adapter
 from ..checkpoint import load
 from ..layout import causal_mask
 from .corpus import build_manifest, default_roots
+from .draft_rows_args import add_arguments
 
 FIELDS = ["split", "step", "seconds", "lr", "loss", "agree_1", "agree_2", "agree_3", "agree_4", "rows_per_s"]
 
@@ -212,7 +213,7 @@ class DraftTrainer:
                       **{f"agree_{k + 1}": v for k, v in enumerate(agree)}})
         stop_at = time.monotonic() + a.minutes * 60
         window, t_rows, t_time = [], 0, 0.0
-        while time.monotonic() < stop_at:
+        while time.monotonic() < stop_at and (a.max_steps is None or self.step < a.max_steps):
             t0 = time.perf_counter()
             seqs = [s for s in (self._sample(self.rng, self.train_files) for _ in range(2 * a.batch)) if s][:a.batch]
             if not seqs:
@@ -250,29 +251,13 @@ class DraftTrainer:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--corpus", action="append", help="a folder of Python sources (repeatable; default: the "
-                   "standard library, as corpus.py's manifest takes it, files mentioning HumanEval excluded)")
-    p.add_argument("--model", default="default", help="the base (a name in bases/catalog.py, or 'default')")
-    p.add_argument("--run", required=True, help="run folder (resumed when it holds a state)")
-    p.add_argument("--minutes", type=float, default=60.0, help="wall-clock budget of this run")
-    p.add_argument("--decay-minutes", type=float, default=180.0, help="the learning rate's cosine length (training time)")
-    p.add_argument("--rows", type=int, default=4)
-    p.add_argument("--rank", type=int, default=64)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--warmup", type=int, default=50)
-    p.add_argument("--batch", type=int, default=2)
-    p.add_argument("--anchors", type=int, default=32, help="anchors per sequence")
-    p.add_argument("--tail", type=int, default=96, help="anchors fall in the last this many tokens")
-    p.add_argument("--suffix-max", type=int, default=160)
-    p.add_argument("--prefix-max", type=int, default=320)
-    p.add_argument("--middle-max", type=int, default=48)
-    p.add_argument("--held", type=int, default=16, help="held-out sequences (fixed)")
-    p.add_argument("--log-every", type=int, default=10)
-    p.add_argument("--eval-every", type=int, default=100)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--threads", type=int, default=1)
+    add_arguments(p)
     args = p.parse_args(argv)
-    torch.set_num_threads(args.threads)
+    return run(args)
+
+
+def run(args) -> int:
+    torch.set_num_threads(args.threads or 1)
     DraftTrainer(args).train()
     return 0
 

@@ -77,3 +77,31 @@ def test_a_fill_keeps_its_batch_buffer_across_passes(engines, monkeypatch):
     assert carried.passes >= 4
     # One buffer per canvas size (the canvas grows from 8 slots to 16 on this fill), not per pass
     assert buffers_carried <= 2 and len(made) == restacked.passes
+
+
+NOVEL = [  # lines whose tokens the text does not repeat: the text's lookup rarely drafts here
+    Hole(prefix="def mean(values):\n    if not values:\n        raise ValueError('empty')\n    return ",
+         suffix="\n", max_tokens=16, stop=("\n",)),
+    Hole(prefix="import json\n\n\ndef load(path):\n    with open(path) as f:\n        return ",
+         suffix="\n", max_tokens=16, stop=("\n",)),
+    Hole(prefix="class Point:\n    def __init__(self, x, y):\n        ", suffix="\n        self.y = y\n",
+         max_tokens=16, stop=("\n",)),
+]
+
+
+def test_the_shipped_draft_rows_save_passes_and_change_no_token(engines):
+    """The shipped draft adapter (draft_adapter.py): each pass's draft rows guess the tokens
+    after the current one, the next pass checks them; the same fills in fewer passes."""
+    from dllm_engine.engine import Engine, EngineConfig
+
+    with_rows = engines[8]
+    assert with_rows.draft_rows > 0 and with_rows.loaded.model.draft_adapter is not None
+    no_rows = Engine(EngineConfig(model="default", threads=1, dtype="float32", draft_tokens=8, draft_rows=0))
+    try:
+        plain = [no_rows.infill(InfillRequest(holes=[h])).holes[0] for h in NOVEL]
+    finally:
+        no_rows.shutdown()
+    rows = [with_rows.infill(InfillRequest(holes=[h])).holes[0] for h in NOVEL]
+    for p, r in zip(plain, rows):
+        assert r.text == p.text and r.tokens == p.tokens
+    assert sum(r.passes for r in rows) < sum(p.passes for p in plain)

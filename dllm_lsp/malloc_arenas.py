@@ -14,8 +14,8 @@ The mmap threshold: glibc serves a block above it with its own mmap, returned to
 freed, and raises the threshold to the size of every such block freed (up to 32 MB), so after
 the first passes every activation and buffer of a pass is carved from the arenas, where blocks
 of ever-changing sizes fragment them and malloc_trim gives back only whole free pages. Fixing the threshold (which also stops the
-raising) keeps those blocks out of the arenas: in the soak the language server grew +20 MB
-over 9,000 requests at a level of ~610-660 MB, against +66 MB at ~660-775 MB without
+raising) keeps those blocks out of the arenas: in the soak the language server grew +20 to +47 MB
+over 9,000 requests at ~595-670 MB (three runs), against +66 MB at ~660-775 MB without
 (benchmarks/RESULTS.md, issue 16 defect 8, eighth session). A MALLOC_MMAP_THRESHOLD_ the user
 set is left alone.
 """

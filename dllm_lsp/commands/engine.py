@@ -41,9 +41,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from dllm_lsp.malloc_arenas import limit_arenas
+    from dllm_lsp.malloc_arenas import tune_malloc
 
-    limit_arenas()  # before any thread: flat memory over a long session
+    tune_malloc()  # before any thread: flat memory over a long session
     logging.basicConfig(level=logging.INFO if args.verbose else logging.WARNING, stream=sys.stderr,
                         format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from dllm_engine.clients import default_socket_path

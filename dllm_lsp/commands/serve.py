@@ -48,9 +48,9 @@ def setup_logging(log_file: str | None, verbose: int) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from dllm_lsp.malloc_arenas import limit_arenas
+    from dllm_lsp.malloc_arenas import tune_malloc
 
-    limit_arenas()  # before any thread: flat memory over a long session
+    tune_malloc()  # before any thread: flat memory over a long session
     setup_logging(args.log_file, args.verbose)
     from dllm_lsp.server import create_server
 

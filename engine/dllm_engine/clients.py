@@ -22,6 +22,7 @@ import subprocess
 import sys
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -120,6 +121,12 @@ class InProcessClient(EngineClient):
         self._config = engine_config
         self._engine = None
         self._load_lock = asyncio.Lock()
+        # Scoring runs the model off the engine thread, and next edits wait there on the
+        # engine: each always on one thread of its own. torch's CPU kernels keep per-thread
+        # state (flash attention's brgemm kernel cache, MKL's and oneDNN's scratch buffers),
+        # which asyncio's pool of up to cpu_count + 4 workers would hold once per worker
+        # (issue 16, defect 8); scores run one at a time anyway (the runner's lock).
+        self._threads: dict[str, ThreadPoolExecutor] = {}
 
     async def _get_engine(self):
         async with self._load_lock:
@@ -141,15 +148,20 @@ class InProcessClient(EngineClient):
             handle.cancel()
             raise
 
+    def _on_thread(self, name: str, fn: Callable, *args: Any) -> "asyncio.Future":
+        if name not in self._threads:
+            self._threads[name] = ThreadPoolExecutor(1, thread_name_prefix=f"dllm-{name}")
+        return asyncio.get_running_loop().run_in_executor(self._threads[name], fn, *args)
+
     async def score(self, request: ScoreRequest) -> ScoreResult:
         engine = await self._get_engine()
-        return await asyncio.to_thread(engine.score, request)
+        return await self._on_thread("score", engine.score, request)
 
     async def next_edit(self, request: "NextEditRequest") -> "NextEditResult":
         engine = await self._get_engine()
         cancel = threading.Event()
         try:
-            return await asyncio.to_thread(engine.next_edit, request, cancel)
+            return await self._on_thread("next-edit", engine.next_edit, request, cancel)
         except asyncio.CancelledError:
             cancel.set()  # the worker thread stops between its engine calls
             raise
@@ -165,6 +177,9 @@ class InProcessClient(EngineClient):
             await asyncio.to_thread(self._engine.drop_caches)
 
     async def close(self) -> None:
+        for thread in self._threads.values():
+            thread.shutdown(wait=False, cancel_futures=True)
+        self._threads.clear()
         if self._engine is not None:
             self._engine.shutdown()
             self._engine = None

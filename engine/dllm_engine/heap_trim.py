@@ -13,11 +13,19 @@ Called from the engine loop after each pass and while it waits for work (a langu
 with many tabs open may never be idle); it trims only after passes ran since the last trim,
 and at most every MIN_INTERVAL_S: one trim (~8 ms at 550 MB resident) every few seconds of
 work, not one per request or pass. A no-op off glibc.
+
+First, MKL's own buffer pool is emptied (`mkl_serv_free_buffers`, what MKL documents as
+mkl_free_buffers; torch links MKL in and exports only the internal name): torch's CPU flash
+attention runs its bf16 GEMMs through MKL, which keeps each thread's copy buffers for reuse
+and never gives them back by itself (65-69 MB of them in the language server's soak, under
+heaptrack, growing with the shapes met; issue 16 defect 8, eighth session). It frees only
+buffers no call is using, and the next GEMM takes a new one (a malloc of a few MB).
 """
 
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 
 MIN_INTERVAL_S = 5.0
@@ -30,9 +38,19 @@ def _malloc_trim():
         return None
 
 
+def _mkl_free_buffers():
+    import torch
+
+    try:
+        return ctypes.CDLL(os.path.join(os.path.dirname(torch.__file__), "lib", "libtorch_cpu.so")).mkl_serv_free_buffers
+    except (OSError, AttributeError):  # torch built without MKL, or not on Linux
+        return None
+
+
 class HeapTrimmer:
     def __init__(self, min_interval_s: float = MIN_INTERVAL_S) -> None:
         self._trim = _malloc_trim()
+        self._free_mkl = _mkl_free_buffers()
         self._min_interval_s = min_interval_s
         self._last_work = 0
         self._last_time = 0.0
@@ -44,6 +62,8 @@ class HeapTrimmer:
         now = time.monotonic()
         if self._trim is None or work_done == self._last_work or now - self._last_time < self._min_interval_s:
             return False
+        if self._free_mkl is not None:
+            self._free_mkl()  # into malloc's free lists, which the trim then returns
         self._trim(0)
         self._last_work, self._last_time = work_done, now
         self.trims += 1

@@ -14,6 +14,9 @@ import torch
 import torch.nn.functional as F
 from dllm_kernels import dispatch as kernels
 
+from .attention_buckets import pad_attention
+from .row_buckets import needs_buckets
+
 Force = str | None  # None: by device; "triton" or "torch": forced
 
 
@@ -86,6 +89,13 @@ def additive_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
 
 def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     """q [B, H, S, D], k/v [B, Hkv, T, D], mask bool [B|1, 1, S|1, T] (True = may attend)."""
+    if needs_buckets(q):  # CPU bf16/fp16: a bounded set of kernel shapes
+        s = q.shape[-2]
+        return _attention(*pad_attention(q, k, v, mask))[:, :, :s]
+    return _attention(q, k, v, mask)
+
+
+def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
     b, h, s, d = q.shape
     hkv = k.shape[1]
     if h != hkv and (mask is None or mask.shape[-2] == 1):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from dllm_lsp.malloc_arenas import ARENAS, limit_arenas
+from dllm_lsp.malloc_arenas import ARENAS, fix_mmap_threshold, limit_arenas
 
 linux = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="mallopt(M_ARENA_MAX) is glibc's")
 
@@ -59,3 +59,44 @@ def test_threads_share_at_most_the_capped_arenas(tmp_path):
 def test_a_limit_the_user_set_is_left_alone(monkeypatch):
     monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
     assert limit_arenas() is False
+
+
+# A 1 MB block freed, then asked for again: glibc's dynamic threshold has risen to it by then,
+# so the second comes from the arena unless the threshold is fixed (mallinfo2's hblks: blocks
+# served by their own mmap).
+MMAP_PROBE = r"""
+import ctypes, sys
+from dllm_lsp.malloc_arenas import fix_mmap_threshold
+if sys.argv[1] == "fixed":
+    assert fix_mmap_threshold()
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
+libc = ctypes.CDLL(None)
+libc.malloc.restype = ctypes.c_void_p
+libc.free.argtypes = [ctypes.c_void_p]
+libc.mallinfo2.restype = MallInfo2
+before = libc.mallinfo2().hblks
+libc.free(libc.malloc(1 << 20))
+block = libc.malloc(1 << 20)
+print(libc.mallinfo2().hblks - before)
+"""
+
+
+def mmapped_blocks(mode: str) -> int:
+    env = {"PATH": "/usr/bin:/bin"}  # no MALLOC_MMAP_THRESHOLD_ from the caller
+    out = subprocess.run([sys.executable, "-c", MMAP_PROBE, mode], check=True, env=env, timeout=60, text=True,
+                         capture_output=True, cwd=str(Path(__file__).resolve().parents[2]))
+    return int(out.stdout)
+
+
+@linux
+def test_a_freed_block_does_not_pull_later_ones_into_the_arena():
+    assert mmapped_blocks("default") == 0  # glibc's own behaviour, which the fix exists for
+    assert mmapped_blocks("fixed") == 1
+
+
+@linux
+def test_a_threshold_the_user_set_is_left_alone(monkeypatch):
+    monkeypatch.setenv("MALLOC_MMAP_THRESHOLD_", "131072")
+    assert fix_mmap_threshold() is False

@@ -1,0 +1,48 @@
+"""Bounded query and key lengths for the CPU's half-precision attention: flat memory over a long session.
+
+Why: torch's CPU flash attention (what `F.scaled_dot_product_attention` runs for bf16/fp16 on
+a CPU) multiplies its blocks with oneDNN brgemm kernels, generated for each block shape and kept
+for good in a per-thread cache without a bound (`at::native::cpublas::KernelCache`: a
+`static thread_local` map keyed by M, N, K and the leading dimensions). A block's shape is set
+by the tails of the query length (modulo 32/64/256) and of the key length (modulo 512), so every
+new context length is new kernels: in the language server's soak, heaptrack showed oneDNN
+memory under SDPA growing +11 MB (and the cache's own entries +3 MB) between 1,200 and 4,000
+requests, with no end in sight (benchmarks/RESULTS.md, issue 16 defect 8, eighth session).
+
+The fix, as row_buckets.py does for the projections: pad the queries and the keys to the
+same ladder of buckets (every length up to EXACT_ROWS, then STEPS_PER_OCTAVE per power of
+two), mask the padded keys out and drop the padded queries' output. A padded key gets zero
+weight (its score is -inf), so each real query's result is the same attention; only the
+blocking, and so the last bf16 bit, can differ. fp32 and CUDA pass through untouched.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .row_buckets import bucket_rows
+
+
+def pad_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None):
+    """q [B, H, S, D], k/v [B, Hkv, T, D], mask [B|1, 1, S|1, T] bool (True = may attend) or
+    additive (0 / -inf), or None. Returns (q, k, v, mask) with S and T padded to their buckets
+    (the same tensors when both already are one); the caller keeps the first S query rows."""
+    s, t = q.shape[-2], k.shape[-2]
+    s_pad, t_pad = bucket_rows(s) - s, bucket_rows(t) - t
+    if not s_pad and not t_pad:
+        return q, k, v, mask
+    if mask is None:  # every key may be attended to: only the padded keys may not
+        mask = torch.ones(1, 1, 1, t, dtype=torch.bool, device=q.device)
+    if s_pad and mask.shape[-2] != 1:
+        # Padded queries attend like the last real one (never to no key at all: a fully masked
+        # row is NaN in some kernels); their output is dropped.
+        mask = torch.cat((mask, mask[..., -1:, :].expand(*mask.shape[:-2], s_pad, t)), dim=-2)
+    if t_pad:
+        shut = False if mask.dtype == torch.bool else float("-inf")
+        mask = F.pad(mask, (0, t_pad), value=shut)
+        k, v = F.pad(k, (0, 0, 0, t_pad)), F.pad(v, (0, 0, 0, t_pad))
+    if s_pad:
+        q = F.pad(q, (0, 0, 0, s_pad))
+    return q, k, v, mask
+

@@ -1,0 +1,96 @@
+"""Flat memory (issue 16, defect 8): a bounded set of query and key lengths reaches the CPU's
+bf16 attention.
+
+torch's CPU flash attention keeps a brgemm kernel per block shape in an unbounded per-thread
+cache (attention_buckets.py), so what must hold is a shape property, checked directly: every
+key length, and every query length (times the query group when GQA heads are folded), that
+reaches `F.scaled_dot_product_attention` in bf16 on the CPU is a bucket. The padded attention
+must be the same attention.
+"""
+
+from collections import Counter
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from dllm_engine import ops
+from dllm_engine.engine import Engine, EngineConfig
+from dllm_engine.protocol import Hole, InfillRequest, ScoreRequest
+from dllm_engine.row_buckets import EXACT_ROWS, bucket_rows
+
+
+def _reference(q, k, v, mask):
+    """fp32 attention with k/v heads repeated for GQA: the plain definition."""
+    g = q.shape[1] // k.shape[1]
+    k, v = k.float().repeat_interleave(g, 1), v.float().repeat_interleave(g, 1)
+    if mask is not None and mask.dtype != torch.bool:
+        mask = mask.float()
+    return F.scaled_dot_product_attention(q.float(), k, v, attn_mask=mask)
+
+
+def _masks(b, s, t):
+    keys = torch.rand(b, 1, 1, t) > 0.3
+    keys[..., 0] = True  # every query may attend to something
+    full = torch.ones(s, t, dtype=torch.bool).tril(t - s)[None, None].expand(b, 1, s, t).clone()  # causal tail
+    return {"none": None, "keys": keys, "full": full,
+            "additive": ops.additive_mask(full, torch.bfloat16)}
+
+
+@pytest.mark.parametrize("heads", [(4, 4), (4, 2)])
+@pytest.mark.parametrize("kind", ["none", "keys", "full", "additive"])
+def test_padded_attention_is_the_same_attention(heads, kind):
+    h, hkv = heads
+    b, s, t, d = 2, 21, 45, 16  # 21 queries -> 24, 45 keys -> 48: both padded
+    assert bucket_rows(s) != s and bucket_rows(t) != t
+    torch.manual_seed(0)
+    q, k, v = torch.randn(b, h, s, d), torch.randn(b, hkv, t, d), torch.randn(b, hkv, t, d)
+    mask = _masks(b, s, t)[kind]
+    out = ops.attention(q.bfloat16(), k.bfloat16(), v.bfloat16(), mask)
+    assert out.shape == (b, h, s, d) and out.dtype == torch.bfloat16
+    torch.testing.assert_close(out.float(), _reference(q, k, v, mask), rtol=2e-2, atol=2e-2)
+    # fp32 passes through untouched: the same call as before
+    fp32_mask = mask.float() if mask is not None and mask.dtype != torch.bool else mask
+    torch.testing.assert_close(ops.attention(q, k, v, fp32_mask), _reference(q, k, v, fp32_mask))
+
+
+@pytest.fixture
+def attention_lengths(monkeypatch):
+    """(query length, key length, query group) of every CPU bf16 SDPA call while the test runs."""
+    seen: Counter = Counter()
+    real = F.scaled_dot_product_attention
+
+    def recording(q, k, v, *args, **kwargs):
+        if q.device.type == "cpu" and q.dtype == torch.bfloat16:
+            seen[(q.shape[-2], k.shape[-2])] += 1
+        return real(q, k, v, *args, **kwargs)
+
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", recording)
+    return seen
+
+
+def test_engine_sends_only_bucket_lengths_to_a_bf16_attention(attention_lengths):
+    """Twelve contexts of twelve lengths (fresh encodes, cached tails, batches of 1-3
+    canvases) and a scoring pass: before the fix every length was new brgemm kernels kept
+    for good by the thread that ran them."""
+    engine = Engine(EngineConfig(dtype="bfloat16", threads=1, heal=False))  # the small model
+    try:
+        cfg = engine.loaded.config
+        group = cfg.num_heads // cfg.num_kv_heads
+        for i in range(12):
+            prefix = "def f(x):\n" + "    x = x + 1\n" * (i % 6 + 1) + "    y = " + "a" * (3 * i)
+            holes = [Hole(prefix=prefix + "b" * j, suffix="\n    return y\n", max_tokens=6) for j in range(i % 3 + 1)]
+            engine.infill(InfillRequest(holes=holes))
+        engine.score(ScoreRequest(prefix="def g(a, b):\n    return ", span="a + b * 3 - 7", suffix="\n"))
+    finally:
+        engine.shutdown()
+    assert attention_lengths, "no bf16 attention ran: the test no longer covers the engine's attention"
+    keys = sorted({t for _, t in attention_lengths})
+    assert max(keys) > 2 * EXACT_ROWS  # context encodes went through
+    assert [t for t in keys if bucket_rows(t) != t] == []
+
+    def is_bucket(n: int) -> bool:
+        return bucket_rows(n) == n
+
+    odd_queries = [s for s, _ in attention_lengths if not (is_bucket(s) or s % group == 0 and is_bucket(s // group))]
+    assert odd_queries == []

@@ -149,3 +149,47 @@ def test_doubtful_spans_are_left_out_and_the_rest_stands():
     sure, doubtful = Replacement(W, W + 1, "width", 0.8), Replacement(0, 3, "len", 0.05)
     assert confident([sure, doubtful], 0.3) == [sure]
     assert confident([doubtful], 0.3) == []
+
+
+SCOPED = '''def area(width, height):
+    """area(2, 3) is 6."""
+    return width * height
+
+
+def volume(width, depth):
+    return area(width, 2) * depth
+
+
+print(area(2, 3))
+'''
+
+
+def test_a_rename_reaches_its_scope_and_calls_are_named_by_the_tree():
+    from dllm_lsp.server.next_edit.region import call_arguments, rename_scope
+
+    tree = ts_parse(SCOPED, PY)
+    at = SCOPED.index("width")  # a parameter of `area`: its uses are `area`'s
+    lo, hi = rename_scope(tree, PY, SCOPED, at, at + 5)
+    assert SCOPED[lo:hi].startswith("def area") and "volume" not in SCOPED[lo:hi]
+    region = editable_region(SCOPED, tree, PY, at, at + 5, max_lines=40, renamed={"width"})
+    assert [s for s, _ in region.uses] == [SCOPED.index("width *")] and region.parsed
+    at = SCOPED.index("area")  # the function's own name: its calls anywhere
+    assert rename_scope(tree, PY, SCOPED, at, at + 4) == (0, len(SCOPED))
+    assert rename_scope(None, None, SCOPED, at, at + 4) == (0, len(SCOPED))
+    # The calls' argument lists, not the docstring's example call.
+    args = call_arguments(SCOPED, tree, {"area"}, (0, 0))
+    assert [SCOPED[a:b] for a, b in args] == ["width, 2", "2, 3"]
+
+
+def test_the_request_says_its_spans_are_every_use():
+    from dllm_lsp.server.next_edit.history import Edit as HEdit
+    from dllm_lsp.server.next_edit.pipeline import plan_request
+
+    text = SCOPED.replace("def area(width, height)", "def area(width, height, unit)")
+    tree = ts_parse(text, PY)
+    at = text.index(", unit")
+    request, base, last, removed = plan_request(text, tree, PY, [HEdit(at, "", ", unit")], None, 40, None)
+    assert request.spans_are_uses and base == 0
+    assert [text[s.start:s.end] for s in request.spans] == ["width, 2", "2, 3"]
+    request, *_ = plan_request(text, None, None, [HEdit(at, "", ", unit")], None, 40, None)
+    assert not request.spans_are_uses  # no tree: the engine cannot tell code from a docstring

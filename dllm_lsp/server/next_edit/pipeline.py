@@ -73,6 +73,8 @@ def _windowed_request(request_cls, text: str, edits: list[Edit], region, cursor:
         region_start_line=region.start_line - first_line,
         region_end_line=min(n_lines, region.end_line - first_line),
         cursor=min(max(cursor - base, 0), len(window)),
-        spans=[CallerSpan(s - base, e - base) for s, e in region.uses if base <= s and e <= stop][:32], **extra,
+        spans=[CallerSpan(s - base, e - base) for s, e in region.uses + region.arguments
+               if base <= s and e <= stop and e > s][:32],
+        spans_are_uses=region.parsed, **extra,
     )
     return request, base

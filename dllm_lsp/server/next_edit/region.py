@@ -24,6 +24,9 @@ class Region:
     start_line: int
     end_line: int  # exclusive
     uses: tuple[tuple[int, int], ...] = ()  # other uses of renamed names inside the region (str offsets)
+    # The inside of each one-line call's argument list of a function given a parameter, in the region.
+    arguments: tuple[tuple[int, int], ...] = ()
+    parsed: bool = False  # a tree named `uses` and `arguments`: what they leave out is not code
 
 
 def _enclosing_rows(tree: Any, spec: Any, text: str, start: int, end: int, max_lines: int) -> tuple[int, int] | None:
@@ -51,14 +54,60 @@ def _is_identifier_at(tree: Any, text: str, start: int, end: int) -> bool:
     return node is not None and node.type.endswith("identifier")
 
 
-def renamed_uses(text: str, tree: Any, words: set[str], exclude: tuple[int, int]) -> list[tuple[int, int]]:
-    """Identifier occurrences of `words` in the whole text (the edit's own text excluded)."""
+def rename_scope(tree: Any, spec: Any, text: str, start: int, end: int) -> tuple[int, int]:
+    """The str range a rename at [start, end) reaches: the innermost function around it (a
+    parameter or a local is that function's), or the whole text for a name a definition
+    declares (a function renamed at its `def`: its calls are anywhere) or outside any function."""
+    if tree is None or spec is None:
+        return 0, len(text)
+    b = byte_offset(text, start)
+    node = tree.root_node.descendant_for_byte_range(b, byte_offset(text, max(start, end)))
+    while node is not None:
+        if node.type in spec.definition_types and "class" not in node.type:
+            name = node.child_by_field_name("name")
+            if name is not None and name.start_byte <= b <= name.end_byte:
+                return 0, len(text)  # the definition's own name: it is used from outside
+            if name is not None:
+                return _str_offset(text, node.start_byte), _str_offset(text, node.end_byte)
+        node = node.parent
+    return 0, len(text)
+
+
+def _str_offset(text: str, byte: int) -> int:
+    return len(text.encode("utf-8", "surrogatepass")[:byte].decode("utf-8", "ignore"))
+
+
+def renamed_uses(text: str, tree: Any, words: set[str], exclude: tuple[int, int],
+                 scope: tuple[int, int] | None = None) -> list[tuple[int, int]]:
+    """Identifier occurrences of `words` within `scope` (the whole text by default), the edit's own text excluded."""
+    lo, hi = scope or (0, len(text))
     uses = []
     for word in sorted(words):
-        for m in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", text):
+        for m in re.compile(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])").finditer(text, lo, hi):
             if (m.end() <= exclude[0] or m.start() >= exclude[1]) and _is_identifier_at(tree, text, m.start(), m.end()):
                 uses.append((m.start(), m.end()))
     return sorted(uses)
+
+
+def call_arguments(text: str, tree: Any, names: set[str], exclude: tuple[int, int]) -> list[tuple[int, int]]:
+    """The inside of the argument list of each one-line call of `names` in code (a docstring's
+    example call is a string, not a call node), the edited call excluded."""
+    if tree is None or not names:
+        return []
+    out, stack = [], [tree.root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if not (node.type == "call" or node.type.endswith("call_expression")):
+            continue
+        fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
+        if fn is None or args is None or fn.text.decode("utf-8", "replace") not in names \
+                or args.start_point.row != args.end_point.row:
+            continue
+        a, b = _str_offset(text, args.start_byte) + 1, _str_offset(text, args.end_byte) - 1
+        if b >= a and (b < exclude[0] or a > exclude[1]):
+            out.append((a, b))
+    return sorted(out)
 
 
 def editable_region(text: str, tree: Any, spec: Any, edit_start: int, edit_end: int, max_lines: int,
@@ -77,14 +126,17 @@ def editable_region(text: str, tree: Any, spec: Any, edit_start: int, edit_end: 
         half = max(WINDOW_LINES, (max_lines - (last - first + 1)) // 2)
         lo, hi = max(0, first - half), min(n_lines - 1, last + half)
     lo, hi = _cap(lo, hi, first, last, max_lines)
-    uses = renamed_uses(text, tree, set(renamed), (edit_start, edit_end)) if renamed else []
+    scope = rename_scope(tree, spec, text, edit_start, edit_end)
+    uses = renamed_uses(text, tree, set(renamed), (edit_start, edit_end), scope) if renamed else []
     reached = renamed_uses(text, tree, set(reach), (edit_start, edit_end)) if reach else []
     for start, _ in sorted(uses + reached, key=lambda u: abs(text.count("\n", 0, u[0]) - first)):
         row = text.count("\n", 0, start)
         if max(hi, row) - min(lo, row) + 1 <= max_lines:
             lo, hi = min(lo, row), max(hi, row)
     inside = tuple(u for u in uses if lo <= text.count("\n", 0, u[0]) <= hi)
-    return Region(lo, hi + 1, inside)
+    arguments = tuple(a for a in call_arguments(text, tree, set(reach), (edit_start, edit_end))
+                      if lo <= text.count("\n", 0, a[0]) <= hi)
+    return Region(lo, hi + 1, inside, arguments, tree is not None and spec is not None)
 
 
 def _cap(lo: int, hi: int, first: int, last: int, max_lines: int) -> tuple[int, int]:

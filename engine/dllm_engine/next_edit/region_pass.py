@@ -10,7 +10,11 @@ and then the region, token by token, in one cached context:
 - the scoring window gets the model's probability of each known token from the forward
   that appends it (a token's probability depends only on the text before it, so the text
   as it read before the edit is scored from the edit on, where it differs);
-- a span is generated greedily, with drafts looked up in the original text and checked in
+- a span the edit suggests a text for (spans.Span.hint: the new name at a stale use, the
+  argument list with the added item) is that text, read in one forward at the model's
+  probability of it: the fill's confidence, which the caller's calibrated threshold judges
+  (a free fill of a stale use is often another name, which is no follow-up of the rename);
+- any other span is generated greedily, with drafts looked up in the original text and checked in
   the same forward (drafting.py's rule), until the generated tokens rejoin the known text
   after the span (REJOIN_TOKENS of them, up to the line's end, all before the next span):
   that is where the span ends, so a fill may come back shorter or longer than what it
@@ -60,8 +64,9 @@ class PassSpan:
     end: int
     one_line: bool  # a line break in the fill (before it rejoins) abandons it
     min_tokens: int  # 1: the span may not be deleted outright (a name is not removed)
-    # What the span may read after the edit (a stale use of a renamed name: the new name): the
-    # first forward's draft, which the model keeps only where it would write it anyway.
+    # What the span reads as the edit suggests it (a stale use of a renamed name: the new name):
+    # read in one forward, it is the fill, at the model's probability of it and of the known
+    # token it joins (the caller's threshold judges it); no free generation for such a span.
     guess: str = ""
     word: bool = False  # a name: refilled by a name (a fill that runs on into other code leaves it)
 
@@ -233,6 +238,8 @@ class RegionPass:
             room = min(drafts, budget + len(known) - len(fill))
             if not fill:  # the span as the edit suggests or as it is, then the text after it
                 draft = guess + known
+                if span.guess:  # the whole suggestion and the token it joins are read in this forward
+                    room = max(room, len(guess) + min(1, len(known)))
             else:  # what followed the fill's last tokens elsewhere (the new name at its definition,
                 # the original text), else the text after the span: one forward when the fill is over
                 history = torch.cat((ahead, torch.tensor(self.stream, dtype=torch.long)))
@@ -244,23 +251,32 @@ class RegionPass:
                     logprobs[:, self._ends] = float("-inf")
                 best = logprobs.argmax(-1).tolist()
                 c = accepted_run(best, draft)
-                return best[:c], c, [math.exp(float(logprobs[r, best[r]])) for r in range(c)]
+                drafted = [math.exp(float(logprobs[r, t])) for r, t in enumerate(draft)]
+                return best[:c], c, ([math.exp(float(logprobs[r, best[r]])) for r in range(c)], drafted)
 
-            step_probs = self._run(draft, decide)
+            step_probs, drafted = self._run(draft, decide)
+            if span.guess and not fill:
+                # The edit's suggestion for this span (the new name at a stale use, the list with
+                # the added argument), at the model's own probability of it and of the known token
+                # it joins: that is the fill's confidence, which the caller's threshold judges.
+                # The model's free continuation is no follow-up of the edit where it differs
+                # (a stale use filled with another name): it is not what the edit asks for here.
+                tail = drafted[:len(guess) + min(1, len(known))]
+                self.stream = saved + guess
+                conf = math.exp(sum(math.log(max(p, 1e-9)) for p in tail) / max(1, len(tail)))
+                return PassFill(start, end, self.tok.decode(guess), conf, "rejoined")
             fill += self.stream[len(saved) + len(fill):]
             probs += step_probs
             cut = self._rejoin(fill, known_text, span.min_tokens, ends)
             if cut is not None:
-                # A stale use the model left as it was still reads with the new name for the spans
-                # after it (left stale, the uses would vouch for the old name one after another).
-                self.stream = saved + (guess if span.guess and fill[:cut] == original else fill[:cut])
+                self.stream = saved + fill[:cut]
                 tail = probs[:cut + 1]
                 conf = math.exp(sum(math.log(max(p, 1e-9)) for p in tail) / len(tail))
                 return PassFill(start, end, self.tok.decode(fill[:cut]), conf, "rejoined")
             broken = span.one_line and self._breaks_line(fill, known_text, span.min_tokens)
             broken = broken or (span.word and self._runs_past_name(fill, known_text))
             if broken or len(fill) > budget + len(known) or self._expired():
-                self.stream = saved + (guess if span.guess else original)
+                self.stream = saved + original
                 return PassFill(start, end, self.region[start:end], 0.0, "deadline" if self._expired() else "kept")
 
     def _rejoin(self, fill: list[int], known: str, min_tokens: int, ends: set[int]) -> int | None:

@@ -169,7 +169,7 @@ def test_a_rename_reaches_its_scope_and_calls_are_named_by_the_tree():
 
     tree = ts_parse(SCOPED, PY)
     at = SCOPED.index("width")  # a parameter of `area`: its uses are `area`'s
-    lo, hi = rename_scope(tree, PY, SCOPED, at, at + 5)
+    lo, hi = rename_scope(tree, PY, SCOPED, at, at + 5, {"width"})
     assert SCOPED[lo:hi].startswith("def area") and "volume" not in SCOPED[lo:hi]
     region = editable_region(SCOPED, tree, PY, at, at + 5, max_lines=40, renamed={"width"})
     assert [s for s, _ in region.uses] == [SCOPED.index("width *")] and region.parsed
@@ -193,3 +193,21 @@ def test_the_request_says_its_spans_are_every_use():
     assert [text[s.start:s.end] for s in request.spans] == ["width, 2", "2, 3"]
     request, *_ = plan_request(text, None, None, [HEdit(at, "", ", unit")], None, 40, None)
     assert not request.spans_are_uses  # no tree: the engine cannot tell code from a docstring
+
+
+def test_a_function_renamed_at_a_call_reaches_the_file_and_a_local_its_function():
+    from dllm_lsp.server.next_edit.region import rename_scope
+
+    text = ("def helper(x):\n    return x\n\n\ndef one(n):\n    total = helper(n)\n    return total + helper(n)\n\n\n"
+            "def two(total):\n    return helper(total)\n")
+    tree = ts_parse(text, PY)
+    call = text.index("helper(n)")  # `helper` renamed at a call: its calls in `two` follow
+    assert rename_scope(tree, PY, text, call, call + 6, {"helper", "helper2"}) == (0, len(text))
+    use = text.index("total + ")  # a local of `one`, renamed at a use after its assignment
+    lo, hi = rename_scope(tree, PY, text, use, use + 5, {"total", "sum_"})
+    assert text[lo:hi].startswith("def one") and "def two" not in text[lo:hi]
+    # The new name bound where the old was (the definition renamed first) tells the same scope.
+    renamed = text.replace("def one(n)", "def one(count)")
+    at = renamed.index("helper(n)") + 7
+    lo, hi = rename_scope(ts_parse(renamed, PY), PY, renamed, at, at + 1, {"n", "count"})
+    assert renamed[lo:hi].startswith("def one")

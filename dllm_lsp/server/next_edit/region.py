@@ -54,10 +54,22 @@ def _is_identifier_at(tree: Any, text: str, start: int, end: int) -> bool:
     return node is not None and node.type.endswith("identifier")
 
 
-def rename_scope(tree: Any, spec: Any, text: str, start: int, end: int) -> tuple[int, int]:
-    """The str range a rename at [start, end) reaches: the innermost function around it (a
-    parameter or a local is that function's), or the whole text for a name a definition
-    declares (a function renamed at its `def`: its calls are anywhere) or outside any function."""
+# Where an identifier is bound (a parameter, an assignment's or a loop's target): a name bound in
+# a function is that function's local. Python's node types; a grammar without them binds nothing
+# here, and a rename there reaches the whole file (wider, never narrower, than its scope).
+BINDING_PARENTS = frozenset({"parameters", "default_parameter", "typed_parameter", "typed_default_parameter",
+                             "list_splat_pattern", "dictionary_splat_pattern", "pattern_list", "tuple_pattern",
+                             "as_pattern_target", "lambda_parameters"})
+BINDING_FIELDS = frozenset({"left", "name"})  # an assignment's or a loop's target; a nested def's name
+NOT_BINDING = frozenset({"keyword_argument"})  # `f(name=...)` names a parameter of `f`, binds nothing here
+
+
+def rename_scope(tree: Any, spec: Any, text: str, start: int, end: int,
+                 words: set[str] = frozenset()) -> tuple[int, int]:
+    """The str range a rename at [start, end) reaches: the innermost function around it that
+    binds one of `words` (the old or the new name: a parameter or a local, renamed at its
+    definition or at a use after it), else the whole text (a function renamed at its `def` or
+    at one of its calls, a module-level name: its uses are anywhere)."""
     if tree is None or spec is None:
         return 0, len(text)
     b = byte_offset(text, start)
@@ -67,10 +79,29 @@ def rename_scope(tree: Any, spec: Any, text: str, start: int, end: int) -> tuple
             name = node.child_by_field_name("name")
             if name is not None and name.start_byte <= b <= name.end_byte:
                 return 0, len(text)  # the definition's own name: it is used from outside
-            if name is not None:
+            if name is not None and _binds(node, {w.encode() for w in words}):
                 return _str_offset(text, node.start_byte), _str_offset(text, node.end_byte)
         node = node.parent
     return 0, len(text)
+
+
+def _binds(function: Any, words: set[bytes]) -> bool:
+    """Whether `function` binds one of `words` (its own name is not its binding: a recursive
+    call renamed is still a module-level function's)."""
+    own = function.child_by_field_name("name")
+    stack = [c for c in function.children if own is None or c.id != own.id]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.type != "identifier" or node.text not in words or node.parent is None:
+            continue
+        parent = node.parent
+        if parent.type in BINDING_PARENTS:
+            return True
+        field = next((parent.field_name_for_child(i) for i, c in enumerate(parent.children) if c.id == node.id), None)
+        if field in BINDING_FIELDS and parent.type not in NOT_BINDING:
+            return True
+    return False
 
 
 def _str_offset(text: str, byte: int) -> int:
@@ -111,9 +142,11 @@ def call_arguments(text: str, tree: Any, names: set[str], exclude: tuple[int, in
 
 
 def editable_region(text: str, tree: Any, spec: Any, edit_start: int, edit_end: int, max_lines: int,
-                    renamed: set[str] = frozenset(), reach: set[str] = frozenset()) -> Region:
+                    renamed: set[str] = frozenset(), reach: set[str] = frozenset(),
+                    written: set[str] = frozenset()) -> Region:
     """`renamed`: names the edit replaced (their uses grow the region and are spans to re-mask);
-    `reach`: names whose uses only grow the region (the calls of a function given a parameter)."""
+    `reach`: names whose uses only grow the region (the calls of a function given a parameter);
+    `written`: the names the edit wrote (where the new name is bound tells a local's scope)."""
     n_lines = text.count("\n") + 1
     first = text.count("\n", 0, edit_start)
     last = text.count("\n", 0, max(edit_start, edit_end))
@@ -126,7 +159,7 @@ def editable_region(text: str, tree: Any, spec: Any, edit_start: int, edit_end: 
         half = max(WINDOW_LINES, (max_lines - (last - first + 1)) // 2)
         lo, hi = max(0, first - half), min(n_lines - 1, last + half)
     lo, hi = _cap(lo, hi, first, last, max_lines)
-    scope = rename_scope(tree, spec, text, edit_start, edit_end)
+    scope = rename_scope(tree, spec, text, edit_start, edit_end, set(renamed) | set(written))
     uses = renamed_uses(text, tree, set(renamed), (edit_start, edit_end), scope) if renamed else []
     reached = renamed_uses(text, tree, set(reach), (edit_start, edit_end)) if reach else []
     for start, _ in sorted(uses + reached, key=lambda u: abs(text.count("\n", 0, u[0]) - first)):

@@ -3,7 +3,8 @@ location hit, false proposals and latency, per kind of edit, side by side.
 
 Cases (benchmarks/next_edit_cases.py): mechanical multi-site edits on this interpreter's
 standard library, one site at a time (rename a parameter / a local / a function, add a
-parameter), and pairs of hunks of one file in one commit of a git history (`--history`,
+parameter), one-site edits that need no follow-up (swap_call: one call made a call of another
+function, whose old name must not be "renamed" elsewhere), and pairs of hunks of one file in one commit of a git history (`--history`,
 this repository's own by default). Each step is what the server sees after a didChange;
 the request goes through the server's own planning (`dllm_lsp.server.next_edit.pipeline`:
 tree-sitter region, renamed uses, windowing) and filters (`filters.drop_reason`), to the
@@ -14,8 +15,11 @@ in-process engine's `next_edit`. Systems, in the same run:
 
 Metrics per kind (steps that need a follow-up unless said): proposal = a proposal was shown;
 exact = the proposed document equals the next true state (the next site done) or all
-remaining sites of the region done; hit = a proposed span overlaps a remaining site;
-false = a proposal shown on a step that needs no follow-up (after the last site);
+remaining sites of the request's region done; hit = a proposed span overlaps a remaining site;
+false = a proposal shown on a step that needs no follow-up (after the last site; every
+swap_call step);
+the threshold is the server's `nextEdit.minConfidence` unless `--min-confidence` says, chosen
+by benchmarks/calibrate_next_edit.py on other modules' cases (never on these);
 latency = planning + engine + filters, p50/p95, in ms (what follows the debounce).
 
     .venv/bin/python benchmarks/bench_next_edit.py --quick [--models small] [--write]
@@ -39,7 +43,7 @@ for p in (ROOT, ROOT / "engine", ROOT / "kernels", ROOT / "benchmarks"):
 
 from next_edit_cases import Step, history_cases, mechanical_cases, steps_of  # noqa: E402
 
-RENAMES = ("rename_param", "rename_local", "rename_function")
+RENAMES = ("rename_param", "rename_local", "rename_function", "swap_call")  # what find-and-replace can be asked
 
 
 def _proposal(system: str, engine, step: Step, history, spec, min_confidence: float, max_lines: int,

@@ -61,11 +61,13 @@ def test_region_grows_to_the_enclosing_function_and_to_renamed_uses():
     region = editable_region(SOURCE, tree, PY, at, at + 1, max_lines=40)
     assert (region.start_line, region.end_line) == (2, 9)
     # A renamed function: its call further down joins the region.
-    at = SOURCE.index("area(")
-    region = editable_region(SOURCE, tree, PY, at, at + 4, max_lines=40, renamed={"area"})
-    assert region.end_line >= 11 and [SOURCE[s:e] for s, e in region.uses] == ["area"]
+    renamed = SOURCE.replace("def area(", "def surface(")
+    tree = ts_parse(renamed, PY)
+    at = renamed.index("surface(")
+    region = editable_region(renamed, tree, PY, at, at + 7, max_lines=40, renamed={"area"})
+    assert region.end_line >= 11 and [renamed[s:e] for s, e in region.uses] == ["area"]
     # The cap wins over both.
-    region = editable_region(SOURCE, tree, PY, at, at + 4, max_lines=5, renamed={"area"})
+    region = editable_region(renamed, tree, PY, at, at + 7, max_lines=5, renamed={"area"})
     assert region.end_line - region.start_line <= 5 and region.start_line <= 3 < region.end_line
 
 
@@ -211,3 +213,17 @@ def test_a_function_renamed_at_a_call_reaches_the_file_and_a_local_its_function(
     at = renamed.index("helper(n)") + 7
     lo, hi = rename_scope(ts_parse(renamed, PY), PY, renamed, at, at + 1, {"n", "count"})
     assert renamed[lo:hi].startswith("def one")
+
+
+def test_a_call_made_to_another_function_renames_nothing():
+    # `helper` is still defined: the edit called `other` at one place, the other call stays.
+    text = "def helper(x):\n    return x\n\n\ndef other(x):\n    return -x\n\n\ny = other(1) + helper(2)\n"
+    tree = ts_parse(text, PY)
+    at = text.index("other(1)")
+    region = editable_region(text, tree, PY, at, at + 5, max_lines=40, renamed={"helper"}, written={"other"})
+    assert region.uses == () and region.parsed
+    gone = text.replace("def helper(x)", "def helper2(x)")  # renamed at its `def`: its calls are stale
+    at = gone.index("helper2")
+    region = editable_region(gone, ts_parse(gone, PY), PY, at, at + 7, max_lines=40, renamed={"helper"},
+                             written={"helper2"})
+    assert [gone[a:b] for a, b in region.uses] == ["helper"]

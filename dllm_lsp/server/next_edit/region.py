@@ -104,6 +104,21 @@ def _binds(function: Any, words: set[bytes]) -> bool:
     return False
 
 
+def still_defined(tree: Any, spec: Any, words: set[str]) -> set[str]:
+    """The `words` some definition in the tree (a `def`, a `class`) still has as its name."""
+    if tree is None or spec is None or not words:
+        return set()
+    found, stack = set(), [tree.root_node]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.type in spec.definition_types:
+            name = node.child_by_field_name("name")
+            if name is not None and name.text.decode("utf-8", "replace") in words:
+                found.add(name.text.decode("utf-8", "replace"))
+    return found
+
+
 def _str_offset(text: str, byte: int) -> int:
     return len(text.encode("utf-8", "surrogatepass")[:byte].decode("utf-8", "ignore"))
 
@@ -160,6 +175,9 @@ def editable_region(text: str, tree: Any, spec: Any, edit_start: int, edit_end: 
         lo, hi = max(0, first - half), min(n_lines - 1, last + half)
     lo, hi = _cap(lo, hi, first, last, max_lines)
     scope = rename_scope(tree, spec, text, edit_start, edit_end, set(renamed) | set(written))
+    # A function or class still defined under the old name is not renamed: the edit called another
+    # one here (`_v(x)` -> `rgb_to_yiq(x)`), and the other calls of the old one stay right.
+    renamed = set(renamed) - still_defined(tree, spec, set(renamed))
     uses = renamed_uses(text, tree, set(renamed), (edit_start, edit_end), scope) if renamed else []
     reached = renamed_uses(text, tree, set(reach), (edit_start, edit_end)) if reach else []
     for start, _ in sorted(uses + reached, key=lambda u: abs(text.count("\n", 0, u[0]) - first)):

@@ -60,8 +60,11 @@ def propose(engine, request: NextEditRequest, cancel: threading.Event | None = N
         spans = whole_region(doc, lo, hi, own)
     else:
         seeds = edit_seeds(doc, request.edits, lo, hi)
+        # Caller spans are re-masked as they are, unless they are the caller's list of the code uses
+        # (`spans_are_uses`): then they only say which of the edit's seeds are code (below), and a
+        # call already given the added argument is not re-masked for being on the list.
         seeds += [Span(*widen_to_words(doc, max(lo, s.start), min(hi, s.end)), "caller")
-                  for s in request.spans if s.start < hi and s.end > lo]
+                  for s in request.spans if s.start < hi and s.end > lo and not request.spans_are_uses]
         score = (lambda: streamed.score_after_edit(rp, doc, lo, hi, request)) if rp else (
             lambda: _score_region(engine, doc, lo, hi, request))
         scored = score() if request.score_tokens else []

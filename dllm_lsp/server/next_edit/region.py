@@ -104,18 +104,29 @@ def _binds(function: Any, words: set[bytes]) -> bool:
     return False
 
 
-def still_defined(tree: Any, spec: Any, words: set[str]) -> set[str]:
+def _identifiers(text: str, tree: Any, word: str):
+    """The identifier nodes spelling `word` (found by a text search, not a walk of the whole tree:
+    a large file's tree has hundreds of thousands of nodes)."""
+    for m in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", text):
+        b = byte_offset(text, m.start())
+        node = tree.root_node.descendant_for_byte_range(b, b + len(word.encode("utf-8", "surrogatepass")))
+        if node is not None and node.type.endswith("identifier"):
+            yield node
+
+
+def still_defined(text: str, tree: Any, spec: Any, words: set[str]) -> set[str]:
     """The `words` some definition in the tree (a `def`, a `class`) still has as its name."""
-    if tree is None or spec is None or not words:
+    if tree is None or spec is None:
         return set()
-    found, stack = set(), [tree.root_node]
-    while stack:
-        node = stack.pop()
-        stack.extend(node.children)
-        if node.type in spec.definition_types:
-            name = node.child_by_field_name("name")
-            if name is not None and name.text.decode("utf-8", "replace") in words:
-                found.add(name.text.decode("utf-8", "replace"))
+    found = set()
+    for word in words:
+        for node in _identifiers(text, tree, word):
+            parent = node.parent
+            name = parent.child_by_field_name("name") if parent is not None and parent.type in spec.definition_types \
+                else None
+            if name is not None and name.id == node.id:
+                found.add(word)
+                break
     return found
 
 
@@ -138,21 +149,20 @@ def renamed_uses(text: str, tree: Any, words: set[str], exclude: tuple[int, int]
 def call_arguments(text: str, tree: Any, names: set[str], exclude: tuple[int, int]) -> list[tuple[int, int]]:
     """The inside of the argument list of each one-line call of `names` in code (a docstring's
     example call is a string, not a call node), the edited call excluded."""
-    if tree is None or not names:
+    if tree is None:
         return []
-    out, stack = [], [tree.root_node]
-    while stack:
-        node = stack.pop()
-        stack.extend(node.children)
-        if not (node.type == "call" or node.type.endswith("call_expression")):
-            continue
-        fn, args = node.child_by_field_name("function"), node.child_by_field_name("arguments")
-        if fn is None or args is None or fn.text.decode("utf-8", "replace") not in names \
-                or args.start_point.row != args.end_point.row:
-            continue
-        a, b = _str_offset(text, args.start_byte) + 1, _str_offset(text, args.end_byte) - 1
-        if b >= a and (b < exclude[0] or a > exclude[1]):
-            out.append((a, b))
+    out = []
+    for name in names:
+        for node in _identifiers(text, tree, name):
+            call = node.parent
+            if call is None or not (call.type == "call" or call.type.endswith("call_expression")):
+                continue
+            fn, args = call.child_by_field_name("function"), call.child_by_field_name("arguments")
+            if fn is None or args is None or fn.id != node.id or args.start_point.row != args.end_point.row:
+                continue
+            a, b = _str_offset(text, args.start_byte) + 1, _str_offset(text, args.end_byte) - 1
+            if b >= a and (b < exclude[0] or a > exclude[1]):
+                out.append((a, b))
     return sorted(out)
 
 
@@ -177,7 +187,7 @@ def editable_region(text: str, tree: Any, spec: Any, edit_start: int, edit_end: 
     scope = rename_scope(tree, spec, text, edit_start, edit_end, set(renamed) | set(written))
     # A function or class still defined under the old name is not renamed: the edit called another
     # one here (`_v(x)` -> `rgb_to_yiq(x)`), and the other calls of the old one stay right.
-    renamed = set(renamed) - still_defined(tree, spec, set(renamed))
+    renamed = set(renamed) - still_defined(text, tree, spec, set(renamed))
     uses = renamed_uses(text, tree, set(renamed), (edit_start, edit_end), scope) if renamed else []
     reached = renamed_uses(text, tree, set(reach), (edit_start, edit_end)) if reach else []
     for start, _ in sorted(uses + reached, key=lambda u: abs(text.count("\n", 0, u[0]) - first)):

@@ -3,7 +3,8 @@ location hit, false proposals and latency, per kind of edit, side by side.
 
 Cases (benchmarks/next_edit_cases.py): mechanical multi-site edits on this interpreter's
 standard library, one site at a time (rename a parameter / a local / a function, add a
-parameter), and pairs of hunks of one file in one commit of a git history (`--history`,
+parameter), one-site edits that need no follow-up (swap_call: one call made a call of another
+function, whose old name must not be "renamed" elsewhere), and pairs of hunks of one file in one commit of a git history (`--history`,
 this repository's own by default). Each step is what the server sees after a didChange;
 the request goes through the server's own planning (`dllm_lsp.server.next_edit.pipeline`:
 tree-sitter region, renamed uses, windowing) and filters (`filters.drop_reason`), to the
@@ -14,8 +15,11 @@ in-process engine's `next_edit`. Systems, in the same run:
 
 Metrics per kind (steps that need a follow-up unless said): proposal = a proposal was shown;
 exact = the proposed document equals the next true state (the next site done) or all
-remaining sites of the region done; hit = a proposed span overlaps a remaining site;
-false = a proposal shown on a step that needs no follow-up (after the last site);
+remaining sites of the request's region done; hit = a proposed span overlaps a remaining site;
+false = a proposal shown on a step that needs no follow-up (after the last site; every
+swap_call step);
+the threshold is the server's `nextEdit.minConfidence` unless `--min-confidence` says, chosen
+by benchmarks/calibrate_next_edit.py on other modules' cases (never on these);
 latency = planning + engine + filters, p50/p95, in ms (what follows the debounce).
 
     .venv/bin/python benchmarks/bench_next_edit.py --quick [--models small] [--write]
@@ -39,12 +43,20 @@ for p in (ROOT, ROOT / "engine", ROOT / "kernels", ROOT / "benchmarks"):
 
 from next_edit_cases import Step, history_cases, mechanical_cases, steps_of  # noqa: E402
 
-RENAMES = ("rename_param", "rename_local", "rename_function")
+RENAMES = ("rename_param", "rename_local", "rename_function", "swap_call")  # what find-and-replace can be asked
 
 
 def _proposal(system: str, engine, step: Step, history, spec, min_confidence: float, max_lines: int,
               whole_region_passes: int):
-    """(replacements shown, or [] when none; elapsed ms)."""
+    """(replacements shown, or [] when none; elapsed ms; the region's str range in `step.after`)."""
+    raw, shown, ms, region = proposal_at(system, engine, step, history, spec, max_lines, whole_region_passes)
+    return shown(min_confidence), ms, region
+
+
+def proposal_at(system: str, engine, step: Step, history, spec, max_lines: int, whole_region_passes: int):
+    """(the engine's replacements before the confidence threshold, `shown(threshold)` -> the
+    replacements the server would show at that threshold, elapsed ms at the bench's threshold
+    path, the region's str range): one engine call, any number of thresholds (calibration)."""
     from dllm_engine.protocol import DiffusionParams
     from dllm_lsp.server.next_edit.filters import Replacement, confident, drop_reason
     from dllm_lsp.server.next_edit.pipeline import plan_request, replacements_of
@@ -60,8 +72,11 @@ def _proposal(system: str, engine, step: Step, history, spec, min_confidence: fl
     params = DiffusionParams(max_passes=whole_region_passes) if mode == "whole_region" else DiffusionParams()
     planned = plan_request(text, tree, spec, history.recent("doc"), None, max_lines, params, mode=mode)
     if planned is None:
-        return [], (time.perf_counter() - t0 - t_parse) * 1000
+        return [], lambda threshold: [], (time.perf_counter() - t0 - t_parse) * 1000, (0, 0)
     request, base, last, removed = planned
+    lines = request.document.splitlines(keepends=True)
+    region = (base + sum(len(x) for x in lines[:request.region_start_line]),
+              base + sum(len(x) for x in lines[:request.region_end_line]))
     if system == "find_replace":
         lo = base + sum(len(x) for x in request.document.splitlines(keepends=True)[:request.region_start_line])
         hi = base + sum(len(x) for x in request.document.splitlines(keepends=True)[:request.region_end_line])
@@ -70,14 +85,19 @@ def _proposal(system: str, engine, step: Step, history, spec, min_confidence: fl
         reps = [Replacement(m.start(), m.end(), new_word, 1.0) for w in sorted(removed)
                 for m in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(w)}(?![A-Za-z0-9_])", text[:hi])
                 if m.start() >= lo and not (last.offset <= m.start() < last.offset + max(1, len(new)))] if new_word else []
-        confidence_floor = 0.0
+        raw = reps
     else:
-        result = engine.next_edit(request)
-        reps = confident(replacements_of(result, base), min_confidence)
-        confidence_floor = min_confidence
-    reason = drop_reason(text, reps, last, history.text_before_last("doc"), removed, spec, confidence_floor, set())
+        raw = replacements_of(engine.next_edit(request), base)
+    before_last = history.text_before_last("doc")
+
+    def shown(threshold: float) -> list:
+        floor = 0.0 if system == "find_replace" else threshold
+        reps = confident(raw, floor)
+        return [] if drop_reason(text, reps, last, before_last, removed, spec, floor, set()) else reps
+
+    shown(0.3)  # the filters' cost is part of the latency
     elapsed = (time.perf_counter() - t0 - t_parse) * 1000
-    return ([] if reason else reps), elapsed
+    return raw, shown, elapsed, region
 
 
 def _word_at(text: str, offset: int) -> str:
@@ -90,7 +110,7 @@ def _word_at(text: str, offset: int) -> str:
     return text[lo:hi]
 
 
-def _score(step: Step, reps) -> dict:
+def score_step(step: Step, reps, region: tuple[int, int]) -> dict:
     from dllm_lsp.server.next_edit.filters import apply
 
     out = {"proposed": bool(reps), "exact": False, "hit": False}
@@ -99,9 +119,10 @@ def _score(step: Step, reps) -> dict:
     new_doc = apply(step.after, reps)
     nxt = step.remaining[0]
     one = step.after[:nxt.start] + nxt.new + step.after[nxt.end:]
-    lo, hi = min(r.start for r in reps), max(r.end for r in reps)
-    near = [s for s in step.remaining if s.start >= lo - 400 and s.end <= hi + 400]  # the region's sites
-    everything = apply(step.after, [type(reps[0])(s.start, s.end, s.new, 1.0) for s in near]) if near else None
+    # The remaining sites of the request's region (the seventh session took those within 400
+    # characters of the proposal, which could count a proposal that skips the next site as exact).
+    inside = [s for s in step.remaining if region[0] <= s.start and s.end <= region[1]]
+    everything = apply(step.after, [type(reps[0])(s.start, s.end, s.new, 1.0) for s in inside]) if inside else None
     out["exact"] = new_doc in (one, everything)
     out["hit"] = any((r.start < s.end and r.end > s.start) or (s.start == s.end and r.start <= s.start <= r.end)
                      for r in reps for s in step.remaining)
@@ -132,12 +153,17 @@ def main() -> None:
     ap.add_argument("--whole-region-passes", type=int, default=None,
                     help="pass cap of the whole-region baseline (default: 16 with --quick, 48)")
     ap.add_argument("--max-lines", type=int, default=60)
-    ap.add_argument("--min-confidence", type=float, default=0.3)
+    ap.add_argument("--min-confidence", type=float, default=None,
+                    help="the threshold (default: the server's nextEdit.minConfidence)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--verbose", action="store_true", help="one line per step on stderr")
     ap.add_argument("--write", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = ap.parse_args()
     per_kind = args.per_kind or (3 if args.quick else 10)
+    if args.min_confidence is None:
+        from dllm_lsp.server.options import NextEditOptions
+
+        args.min_confidence = NextEditOptions().min_confidence
     if args.whole_region_passes is None:
         args.whole_region_passes = 16 if args.quick else 48
     if args.whole_region_cases is None:
@@ -209,9 +235,9 @@ def _run(name, engine, steps_by_case, spec, args, rows, kinds=None, per_kind=Non
         history = EditHistory()  # the server's: one didChange per site, coalesced as it would
         for step in steps:
             history.record("doc", step.before, step.after)
-            reps, ms = _proposal(name, engine, step, history, spec, args.min_confidence, args.max_lines,
-                                 args.whole_region_passes)
-            row = _score(step, reps) if step.follow_up else {"proposed": bool(reps), "exact": False, "hit": False}
+            reps, ms, region = _proposal(name, engine, step, history, spec, args.min_confidence, args.max_lines,
+                                         args.whole_region_passes)
+            row = score_step(step, reps, region) if step.follow_up else {"proposed": bool(reps), "exact": False, "hit": False}
             rows[(name, step.kind)].append({**row, "follow_up": step.follow_up, "ms": ms})
             if args.verbose:
                 print(f"{name} {step.kind} {step.source} follow_up={step.follow_up} {row} {ms:.0f} ms "

@@ -6,7 +6,8 @@ user would (the definition first, then the other sites in file order):
 - rename_param: a parameter renamed at the definition; the next edits are its uses;
 - rename_local: a local variable renamed at its first assignment; then its other uses;
 - rename_function: a module-level function renamed at its `def`; then its calls in the file;
-- add_param: a parameter added at the end of a definition; then `, name` at each call.
+- add_param: a parameter added at the end of a definition; then `, name` at each call;
+- swap_call: one call of a function made a call of another (no follow-up: false proposals).
 History pairs: two hunks of one Python file in one commit of a git history
 (this repository's own, /work/main by default): the first hunk is the user's edit,
 the second the true next one. After the last site (or hunk) no follow-up is needed:
@@ -108,6 +109,29 @@ def _names(node: ast.AST, name: str) -> list[ast.Name]:
                   key=lambda n: (n.lineno, n.col_offset))
 
 
+def _bound_otherwise(fn: ast.AST, name: str, params_too: bool = False) -> bool:
+    """Whether `name` is also bound in `fn` by something other than a plain `Name`: a nested
+    `def`/`class`, a nested function's or lambda's parameter, an import, `except ... as`,
+    `global`/`nonlocal`. Renaming only the `Name` uses would then change what the code does
+    (`textwrap.indent`'s `predicate` is rebound by a nested `def predicate(line)`), so the
+    `ast` truth would be wrong: such names make no case."""
+    for node in ast.walk(fn):
+        if node is not fn and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) \
+                and node.name == name:
+            return True
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)) and (node is not fn or params_too):
+            a = node.args
+            if name in {x.arg for x in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg] if x}:
+                return True
+        if isinstance(node, ast.alias) and (node.asname or node.name.split(".")[0]) == name:
+            return True
+        if isinstance(node, ast.ExceptHandler) and node.name == name:
+            return True
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return True
+    return False
+
+
 def _functions(tree: ast.Module):
     for node in ast.walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and \
@@ -130,6 +154,8 @@ def rename_param_cases(module: str, text: str, tree: ast.Module) -> list[Case]:
             uses = [n for n in _names(fn, arg.arg)]
             if not (2 <= len(uses) <= MAX_SITES - 1) or any(isinstance(n, ast.Name) and n.lineno == fn.lineno for n in uses):
                 continue
+            if _bound_otherwise(fn, arg.arg):
+                continue
             new = f"{arg.arg}_value"
             a = _at(starts, arg.lineno, arg.col_offset)
             sites = [Site(a, a + len(arg.arg), new)] + [
@@ -150,7 +176,7 @@ def rename_local_cases(module: str, text: str, tree: ast.Module) -> list[Case]:
                 continue
             seen.add(node.id)
             uses = _names(fn, node.id)
-            if not (3 <= len(uses) <= MAX_SITES) or uses[0] is not node:
+            if not (3 <= len(uses) <= MAX_SITES) or uses[0] is not node or _bound_otherwise(fn, node.id, True):
                 continue
             new = f"{node.id}_value"
             out.append(Case("rename_local", f"{module}.{fn.name}", text, [
@@ -205,13 +231,40 @@ def add_param_cases(module: str, text: str, tree: ast.Module) -> list[Case]:
     return out
 
 
+def swap_call_cases(module: str, text: str, tree: ast.Module) -> list[Case]:
+    """An edit that needs no follow-up: one call of a module-level function `f` (called at
+    least twice) made a call of another module-level function `g` with as many parameters.
+    `f` still exists and its other calls stay right, so the name `f` the edit removed is not
+    stale anywhere: a proposal here renames what the user did not (the false-proposal test of
+    the rename seeds, where every mechanical case's last step has no stale use left)."""
+    starts, out = _offsets(text), []
+    arity = {fn.name: len(fn.args.args) for fn in tree.body if isinstance(fn, ast.FunctionDef)
+             and not (fn.args.vararg or fn.args.kwarg or fn.args.kwonlyargs or fn.args.defaults)}
+    for name, n in arity.items():
+        calls = [c for c in _calls(tree, name) if len(c.args) == n and not c.keywords]
+        other = next((g for g, m in arity.items() if g != name and m == n), None)
+        if len(calls) < 2 or other is None:
+            continue
+        c = calls[0]
+        a = _at(starts, c.lineno, c.func.col_offset)
+        out.append(Case("swap_call", f"{module}.{name}->{other}", text, [Site(a, a + len(name), other)]))
+    return out
+
+
 KINDS = {"rename_param": rename_param_cases, "rename_local": rename_local_cases,
-         "rename_function": rename_function_cases, "add_param": add_param_cases}
+         "rename_function": rename_function_cases, "add_param": add_param_cases, "swap_call": swap_call_cases}
 
 
-def mechanical_cases(per_kind: int) -> list[Case]:
+# Modules for choosing thresholds (benchmarks/calibrate_next_edit.py): none is in MODULES,
+# so nothing is tuned on the benchmark's own cases.
+CALIBRATION_MODULES = ("optparse", "configparser", "tokenize", "locale", "mimetypes", "sched", "wave",
+                       "ftplib", "smtplib", "zipfile", "tarfile", "csv", "webbrowser", "plistlib")
+
+
+def mechanical_cases(per_kind: int, modules: tuple[str, ...] = MODULES) -> list[Case]:
+    assert modules is MODULES or not set(modules) & set(MODULES), "calibration cases must not be evaluation cases"
     by_kind: dict[str, list[Case]] = {k: [] for k in KINDS}
-    for module in MODULES:
+    for module in modules:
         spec = importlib.util.find_spec(module)
         if spec is None or not spec.origin or not spec.origin.endswith(".py"):
             continue

@@ -3,6 +3,8 @@ shares one cached context between the scoring window and every span.
 
 fp32, so "the same tokens" is exact (bf16 GEMMs may round differently with more rows)."""
 
+import math
+
 import pytest
 
 from dllm_engine.next_edit import NextEditRequest, RecentEdit
@@ -101,3 +103,26 @@ def test_the_whole_region_baseline_runs_on_the_stream(engine):
         assert s.start >= doc.index("\n") and doc[s.start:s.end] == s.original
         new = new[:s.start] + s.new + new[s.end:]
     assert result.region_text == new
+
+
+def test_stale_uses_are_read_as_the_new_name_together_at_the_models_probability(engine):
+    """Each stale use's fill is the new name, its confidence the model's probability of it and
+    of the token it joins (the threshold judges it), all read in one forward over the region."""
+    doc = RENAMED.replace("total += len(words)", "total += len(words) * minimum")
+    lo, hi = doc.index("def count_words"), doc.index("def main")
+    region = doc[lo:hi]
+    uses = [i for i in range(len(region)) if region.startswith("minimum", i)]
+    assert len(uses) == 2
+    rp = RegionPass(engine, doc[:lo], region, doc[hi:])
+    fills = rp.rewrite([PassSpan(u, u + 7, True, 1, guess="least", word=True) for u in uses])
+    assert rp.forwards == 1 and [f.text.strip() for f in fills] == ["least", "least"]
+    # The same probabilities, read token by token off the region as it reads with the new name.
+    new = region.replace("minimum", "least")
+    alone = RegionPass(engine, doc[:lo], new, doc[hi:])
+    scored = alone.score(new, 0, len(alone.ids))
+    for fill, shift in zip(fills, (0, len("least") - len("minimum"))):
+        a, b = fill.start + shift, fill.start + shift + len(fill.text)
+        probs = [p for s, e, p, _ in scored if s >= a and e <= b]
+        probs.append(next(p for s, e, p, _ in scored if s >= b))  # the token it joins
+        expected = math.exp(sum(math.log(p) for p in probs) / len(probs))
+        assert fill.confidence == pytest.approx(expected, rel=1e-3)

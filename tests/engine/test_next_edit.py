@@ -60,6 +60,17 @@ def test_real_model_re_masks_the_stale_uses(engine):
     assert all(s.source in ("edit", "score") for s in result.spans)
 
 
+def test_real_model_proposes_a_stale_use_only_as_the_new_name(engine):
+    # The small model writes noise: whatever it fills, a stale use comes back as `width` (at the
+    # model's own score of it) or not at all, and a parsed caller's empty use list seeds nothing.
+    result = engine.next_edit(rename_request(score_tokens=0))
+    assert result.masked_spans == 2 and [s.new for s in result.spans] == ["width", "width"]
+    assert all(0.0 < s.confidence < 1.0 for s in result.spans)
+    check_consistent(result)
+    none = engine.next_edit(rename_request(score_tokens=0, spans_are_uses=True))
+    assert none.masked_spans == 0 and none.spans == []
+
+
 def test_real_model_whole_region_baseline(engine):
     result = engine.next_edit(rename_request(mode="whole_region", params={"max_passes": 4}))
     assert result.masked_spans == 1 and result.scored_tokens == 0  # the lines after the edited one
@@ -157,16 +168,38 @@ def test_spans_may_come_back_shorter_or_longer():
     at = doc.index(", c")
     req = NextEditRequest(document=doc, edits=[RecentEdit(offset=at, removed="", inserted=", c")],
                           region_start_line=0, region_end_line=5, cursor=at + 3, score_tokens=0)
+    # An argument list that gains an item is the model's; one that loses one (`3`) is no follow-up
+    # of an added parameter: it is read as the edit suggests it (and scored: the threshold decides).
     result = propose(ScriptedEngine(["1, 2, 3", "3"]), req)
-    assert [(s.original, s.new) for s in result.spans] == [("1, 2", "1, 2, 3"), ("3, 4", "3")]
-    assert result.region_text == "def f(a, b, c):\n    return g(1, 2)\n\nx = f(1, 2, 3)\ny = f(3)\n"
+    assert [(s.original, s.new) for s in result.spans] == [("1, 2", "1, 2, 3"), ("3, 4", "3, 4, c")]
+    assert result.region_text == "def f(a, b, c):\n    return g(1, 2)\n\nx = f(1, 2, 3)\ny = f(3, 4, c)\n"
+    check_consistent(result, doc)
+    # A span the caller names has no expectation: it may come back shorter.
+    s = doc.index("1, 2)")
+    req = NextEditRequest(document=doc, edits=[], region_start_line=0, region_end_line=5, cursor=s,
+                          score_tokens=0, spans=[{"start": s, "end": s + 4}])
+    result = propose(ScriptedEngine(["1"]), req)
+    assert [(x.original, x.new) for x in result.spans] == [("1, 2", "1")]
     check_consistent(result, doc)
 
 
-def test_a_name_is_refilled_by_a_name_and_unchanged_fills_are_dropped():
+def test_a_stale_use_comes_back_as_the_new_name_or_not_at_all():
+    # A fill that is another name, or the old name, is read as the new name, at its own score.
     result = propose(ScriptedEngine(["width * height", "w"]), rename_request(score_tokens=0))
-    assert [(s.original, s.new) for s in result.spans] == [("w", "width")]
+    assert [(s.original, s.new) for s in result.spans] == [("w", "width"), ("w", "width")]
     assert result.masked_spans == 2
+    result = propose(ScriptedEngine(["total", "cur_len"]), rename_request(score_tokens=0))
+    assert [s.new for s in result.spans] == ["width", "width"]
+
+
+def test_a_caller_that_parsed_the_code_and_named_no_use_gets_no_rename():
+    engine = ScriptedEngine(["width", "width"])
+    result = propose(engine, rename_request(score_tokens=0, spans_are_uses=True))
+    assert result.spans == [] and result.masked_spans == 0 and engine.submitted == []
+    use = DOC.index("+ w") + 2
+    result = propose(ScriptedEngine(["width"]), rename_request(score_tokens=0, spans_are_uses=True,
+                                                               spans=[{"start": use, "end": use + 1}]))
+    assert [(s.start, s.new) for s in result.spans] == [(use, "width")]
 
 
 def test_cancel_stops_a_request_waiting_on_the_engine():

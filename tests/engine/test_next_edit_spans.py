@@ -93,3 +93,41 @@ def test_a_place_named_twice_keeps_its_hint():
     hinted, caller = Span(10, 15, "edit", "total"), Span(10, 15, "caller")
     assert merge([hinted, caller], 0, 8) == [Span(10, 15, "edit", "total")]
     assert merge([Span(10, 15, "edit", "total"), Span(12, 20, "score")], 0, 8)[0].hint == ""
+
+
+def test_a_seeded_fill_must_do_what_the_edit_did():
+    from dllm_engine.next_edit.spans import follows_edit
+
+    stale = Span(0, 1, "edit", "width", "rename")
+    assert follows_edit(stale, "w", "width") and not follows_edit(stale, "w", "cur_len")
+    assert not follows_edit(stale, "w", "w") and not follows_edit(stale, "w", "widths")
+    call = Span(0, 4, "edit", "2, 3, unit", "argument")
+    assert follows_edit(call, "2, 3", "2, 3, unit") and follows_edit(call, "2, 3", "2, 3, u")
+    assert not follows_edit(call, "2, 3", "2, 4") and not follows_edit(call, "2, 3", "2, 3")
+    assert not follows_edit(call, "2, 3", "2, 3 + unit")
+    assert follows_edit(Span(0, 1, "score"), "w", "anything")  # not seeded by the edit: no expectation
+
+
+def test_argument_list_seeds_carry_the_added_item_and_skip_calls_already_given_it():
+    doc = "def area(w, h, unit):\n    return w * h\n\nprint(area(2, 3, unit))\nx = area(4, 5)\nz = area()\n"
+    at = doc.index(", unit")
+    seeds = edit_seeds(doc, [RecentEdit(offset=at, removed="", inserted=", unit")], 0, len(doc))
+    assert [(doc[s.start:s.end], s.hint, s.kind) for s in seeds] == [("4, 5", "4, 5, unit", "argument"),
+                                                                   ("", "unit", "argument")]
+    renamed = edit_seeds(DOC, [RecentEdit(offset=DOC.index("width"), removed="w", inserted="width")], 0, len(DOC))
+    assert {(s.hint, s.kind) for s in renamed} == {("width", "rename")}
+
+
+def test_a_caller_that_parsed_the_code_names_every_use_it_wants():
+    from dllm_engine.next_edit.spans import code_uses_only
+
+    doc = 'def f(total):\n    return count\n\ndef g(count):\n    """f(count)"""\n    return count\n'
+    seeds = edit_seeds(doc, [RecentEdit(doc.index("total"), "count", "total")], 0, len(doc))
+    assert len(seeds) == 4
+    use = doc.index("return count") + 7
+    kept = code_uses_only(seeds, doc, {"count"}, [(use, use + 5)], complete=True)
+    assert [(s.start, s.end) for s in kept] == [(use, use + 5)]  # not `g`'s own `count`
+    assert code_uses_only(seeds, doc, {"count"}, [], complete=True) == []  # none left in scope: none
+    call = Span(3, 5, "edit", "a, b", "argument")
+    assert code_uses_only([call], doc, set(), [], complete=True) == []  # a docstring's example call
+    assert code_uses_only([call], doc, set(), [(3, 5)], complete=True) == [call]

@@ -61,11 +61,13 @@ def test_region_grows_to_the_enclosing_function_and_to_renamed_uses():
     region = editable_region(SOURCE, tree, PY, at, at + 1, max_lines=40)
     assert (region.start_line, region.end_line) == (2, 9)
     # A renamed function: its call further down joins the region.
-    at = SOURCE.index("area(")
-    region = editable_region(SOURCE, tree, PY, at, at + 4, max_lines=40, renamed={"area"})
-    assert region.end_line >= 11 and [SOURCE[s:e] for s, e in region.uses] == ["area"]
+    renamed = SOURCE.replace("def area(", "def surface(")
+    tree = ts_parse(renamed, PY)
+    at = renamed.index("surface(")
+    region = editable_region(renamed, tree, PY, at, at + 7, max_lines=40, renamed={"area"})
+    assert region.end_line >= 11 and [renamed[s:e] for s, e in region.uses] == ["area"]
     # The cap wins over both.
-    region = editable_region(SOURCE, tree, PY, at, at + 4, max_lines=5, renamed={"area"})
+    region = editable_region(renamed, tree, PY, at, at + 7, max_lines=5, renamed={"area"})
     assert region.end_line - region.start_line <= 5 and region.start_line <= 3 < region.end_line
 
 
@@ -149,3 +151,79 @@ def test_doubtful_spans_are_left_out_and_the_rest_stands():
     sure, doubtful = Replacement(W, W + 1, "width", 0.8), Replacement(0, 3, "len", 0.05)
     assert confident([sure, doubtful], 0.3) == [sure]
     assert confident([doubtful], 0.3) == []
+
+
+SCOPED = '''def area(width, height):
+    """area(2, 3) is 6."""
+    return width * height
+
+
+def volume(width, depth):
+    return area(width, 2) * depth
+
+
+print(area(2, 3))
+'''
+
+
+def test_a_rename_reaches_its_scope_and_calls_are_named_by_the_tree():
+    from dllm_lsp.server.next_edit.region import call_arguments, rename_scope
+
+    tree = ts_parse(SCOPED, PY)
+    at = SCOPED.index("width")  # a parameter of `area`: its uses are `area`'s
+    lo, hi = rename_scope(tree, PY, SCOPED, at, at + 5, {"width"})
+    assert SCOPED[lo:hi].startswith("def area") and "volume" not in SCOPED[lo:hi]
+    region = editable_region(SCOPED, tree, PY, at, at + 5, max_lines=40, renamed={"width"})
+    assert [s for s, _ in region.uses] == [SCOPED.index("width *")] and region.parsed
+    at = SCOPED.index("area")  # the function's own name: its calls anywhere
+    assert rename_scope(tree, PY, SCOPED, at, at + 4) == (0, len(SCOPED))
+    assert rename_scope(None, None, SCOPED, at, at + 4) == (0, len(SCOPED))
+    # The calls' argument lists, not the docstring's example call.
+    args = call_arguments(SCOPED, tree, {"area"}, (0, 0))
+    assert [SCOPED[a:b] for a, b in args] == ["width, 2", "2, 3"]
+
+
+def test_the_request_says_its_spans_are_every_use():
+    from dllm_lsp.server.next_edit.history import Edit as HEdit
+    from dllm_lsp.server.next_edit.pipeline import plan_request
+
+    text = SCOPED.replace("def area(width, height)", "def area(width, height, unit)")
+    tree = ts_parse(text, PY)
+    at = text.index(", unit")
+    request, base, last, removed = plan_request(text, tree, PY, [HEdit(at, "", ", unit")], None, 40, None)
+    assert request.spans_are_uses and base == 0
+    assert [text[s.start:s.end] for s in request.spans] == ["width, 2", "2, 3"]
+    request, *_ = plan_request(text, None, None, [HEdit(at, "", ", unit")], None, 40, None)
+    assert not request.spans_are_uses  # no tree: the engine cannot tell code from a docstring
+
+
+def test_a_function_renamed_at_a_call_reaches_the_file_and_a_local_its_function():
+    from dllm_lsp.server.next_edit.region import rename_scope
+
+    text = ("def helper(x):\n    return x\n\n\ndef one(n):\n    total = helper(n)\n    return total + helper(n)\n\n\n"
+            "def two(total):\n    return helper(total)\n")
+    tree = ts_parse(text, PY)
+    call = text.index("helper(n)")  # `helper` renamed at a call: its calls in `two` follow
+    assert rename_scope(tree, PY, text, call, call + 6, {"helper", "helper2"}) == (0, len(text))
+    use = text.index("total + ")  # a local of `one`, renamed at a use after its assignment
+    lo, hi = rename_scope(tree, PY, text, use, use + 5, {"total", "sum_"})
+    assert text[lo:hi].startswith("def one") and "def two" not in text[lo:hi]
+    # The new name bound where the old was (the definition renamed first) tells the same scope.
+    renamed = text.replace("def one(n)", "def one(count)")
+    at = renamed.index("helper(n)") + 7
+    lo, hi = rename_scope(ts_parse(renamed, PY), PY, renamed, at, at + 1, {"n", "count"})
+    assert renamed[lo:hi].startswith("def one")
+
+
+def test_a_call_made_to_another_function_renames_nothing():
+    # `helper` is still defined: the edit called `other` at one place, the other call stays.
+    text = "def helper(x):\n    return x\n\n\ndef other(x):\n    return -x\n\n\ny = other(1) + helper(2)\n"
+    tree = ts_parse(text, PY)
+    at = text.index("other(1)")
+    region = editable_region(text, tree, PY, at, at + 5, max_lines=40, renamed={"helper"}, written={"other"})
+    assert region.uses == () and region.parsed
+    gone = text.replace("def helper(x)", "def helper2(x)")  # renamed at its `def`: its calls are stale
+    at = gone.index("helper2")
+    region = editable_region(gone, ts_parse(gone, PY), PY, at, at + 7, max_lines=40, renamed={"helper"},
+                             written={"helper2"})
+    assert [gone[a:b] for a, b in region.uses] == ["helper"]

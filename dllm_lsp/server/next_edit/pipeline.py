@@ -22,7 +22,7 @@ def plan_request(text: str, tree: Any, spec: Any, recent: list[Edit], cursor: in
     """(request, offset of its window in `text`, newest edit or None, names it replaced), or None
     when there is neither an edit nor a cursor to centre the region on."""
     from dllm_engine.next_edit import NextEditRequest
-    from dllm_engine.next_edit.spans import adds_argument, enclosing_call_name, replaced_words
+    from dllm_engine.next_edit.spans import adds_argument, enclosing_call_name, new_words, replaced_words
 
     edits = [e for e in recent if e.offset + len(e.inserted) <= len(text)]
     last = edits[-1] if edits and text[edits[-1].offset:].startswith(edits[-1].inserted) else None
@@ -34,7 +34,8 @@ def plan_request(text: str, tree: Any, spec: Any, recent: list[Edit], cursor: in
     removed = replaced_words(text, _engine_edit(last)) if last else set()
     # An argument added inside `name(...)`: the region reaches for the other calls of `name`.
     called = enclosing_call_name(text, last.offset) if last and adds_argument(_engine_edit(last)) else None
-    region = editable_region(text, tree, spec, at, end, max_lines, removed, {called} if called else set())
+    written = new_words(text, _engine_edit(last)) if last else set()
+    region = editable_region(text, tree, spec, at, end, max_lines, removed, {called} if called else set(), written)
     request, base = _windowed_request(NextEditRequest, text, edits, region, cursor if cursor is not None else end,
                                       params=params, **extra)
     return request, base, last, removed
@@ -73,6 +74,8 @@ def _windowed_request(request_cls, text: str, edits: list[Edit], region, cursor:
         region_start_line=region.start_line - first_line,
         region_end_line=min(n_lines, region.end_line - first_line),
         cursor=min(max(cursor - base, 0), len(window)),
-        spans=[CallerSpan(s - base, e - base) for s, e in region.uses if base <= s and e <= stop][:32], **extra,
+        spans=[CallerSpan(s - base, e - base) for s, e in region.uses + region.arguments
+               if base <= s and e <= stop and e > s][:32],
+        spans_are_uses=region.parsed, **extra,
     )
     return request, base

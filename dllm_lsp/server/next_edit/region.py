@@ -24,6 +24,9 @@ class Region:
     start_line: int
     end_line: int  # exclusive
     uses: tuple[tuple[int, int], ...] = ()  # other uses of renamed names inside the region (str offsets)
+    # The inside of each one-line call's argument list of a function given a parameter, in the region.
+    arguments: tuple[tuple[int, int], ...] = ()
+    parsed: bool = False  # a tree named `uses` and `arguments`: what they leave out is not code
 
 
 def _enclosing_rows(tree: Any, spec: Any, text: str, start: int, end: int, max_lines: int) -> tuple[int, int] | None:
@@ -51,20 +54,124 @@ def _is_identifier_at(tree: Any, text: str, start: int, end: int) -> bool:
     return node is not None and node.type.endswith("identifier")
 
 
-def renamed_uses(text: str, tree: Any, words: set[str], exclude: tuple[int, int]) -> list[tuple[int, int]]:
-    """Identifier occurrences of `words` in the whole text (the edit's own text excluded)."""
+# Where an identifier is bound (a parameter, an assignment's or a loop's target): a name bound in
+# a function is that function's local. Python's node types; a grammar without them binds nothing
+# here, and a rename there reaches the whole file (wider, never narrower, than its scope).
+BINDING_PARENTS = frozenset({"parameters", "default_parameter", "typed_parameter", "typed_default_parameter",
+                             "list_splat_pattern", "dictionary_splat_pattern", "pattern_list", "tuple_pattern",
+                             "as_pattern_target", "lambda_parameters"})
+BINDING_FIELDS = frozenset({"left", "name"})  # an assignment's or a loop's target; a nested def's name
+NOT_BINDING = frozenset({"keyword_argument"})  # `f(name=...)` names a parameter of `f`, binds nothing here
+
+
+def rename_scope(tree: Any, spec: Any, text: str, start: int, end: int,
+                 words: set[str] = frozenset()) -> tuple[int, int]:
+    """The str range a rename at [start, end) reaches: the innermost function around it that
+    binds one of `words` (the old or the new name: a parameter or a local, renamed at its
+    definition or at a use after it), else the whole text (a function renamed at its `def` or
+    at one of its calls, a module-level name: its uses are anywhere)."""
+    if tree is None or spec is None:
+        return 0, len(text)
+    b = byte_offset(text, start)
+    node = tree.root_node.descendant_for_byte_range(b, byte_offset(text, max(start, end)))
+    while node is not None:
+        if node.type in spec.definition_types and "class" not in node.type:
+            name = node.child_by_field_name("name")
+            if name is not None and name.start_byte <= b <= name.end_byte:
+                return 0, len(text)  # the definition's own name: it is used from outside
+            if name is not None and _binds(node, {w.encode() for w in words}):
+                return _str_offset(text, node.start_byte), _str_offset(text, node.end_byte)
+        node = node.parent
+    return 0, len(text)
+
+
+def _binds(function: Any, words: set[bytes]) -> bool:
+    """Whether `function` binds one of `words` (its own name is not its binding: a recursive
+    call renamed is still a module-level function's)."""
+    own = function.child_by_field_name("name")
+    stack = [c for c in function.children if own is None or c.id != own.id]
+    while stack:
+        node = stack.pop()
+        stack.extend(node.children)
+        if node.type != "identifier" or node.text not in words or node.parent is None:
+            continue
+        parent = node.parent
+        if parent.type in BINDING_PARENTS:
+            return True
+        field = next((parent.field_name_for_child(i) for i, c in enumerate(parent.children) if c.id == node.id), None)
+        if field in BINDING_FIELDS and parent.type not in NOT_BINDING:
+            return True
+    return False
+
+
+def _identifiers(text: str, tree: Any, word: str):
+    """The identifier nodes spelling `word` (found by a text search, not a walk of the whole tree:
+    a large file's tree has hundreds of thousands of nodes)."""
+    for m in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", text):
+        b = byte_offset(text, m.start())
+        node = tree.root_node.descendant_for_byte_range(b, b + len(word.encode("utf-8", "surrogatepass")))
+        if node is not None and node.type.endswith("identifier"):
+            yield node
+
+
+def still_defined(text: str, tree: Any, spec: Any, words: set[str]) -> set[str]:
+    """The `words` some definition in the tree (a `def`, a `class`) still has as its name."""
+    if tree is None or spec is None:
+        return set()
+    found = set()
+    for word in words:
+        for node in _identifiers(text, tree, word):
+            parent = node.parent
+            name = parent.child_by_field_name("name") if parent is not None and parent.type in spec.definition_types \
+                else None
+            if name is not None and name.id == node.id:
+                found.add(word)
+                break
+    return found
+
+
+def _str_offset(text: str, byte: int) -> int:
+    return len(text.encode("utf-8", "surrogatepass")[:byte].decode("utf-8", "ignore"))
+
+
+def renamed_uses(text: str, tree: Any, words: set[str], exclude: tuple[int, int],
+                 scope: tuple[int, int] | None = None) -> list[tuple[int, int]]:
+    """Identifier occurrences of `words` within `scope` (the whole text by default), the edit's own text excluded."""
+    lo, hi = scope or (0, len(text))
     uses = []
     for word in sorted(words):
-        for m in re.finditer(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])", text):
+        for m in re.compile(rf"(?<![A-Za-z0-9_]){re.escape(word)}(?![A-Za-z0-9_])").finditer(text, lo, hi):
             if (m.end() <= exclude[0] or m.start() >= exclude[1]) and _is_identifier_at(tree, text, m.start(), m.end()):
                 uses.append((m.start(), m.end()))
     return sorted(uses)
 
 
+def call_arguments(text: str, tree: Any, names: set[str], exclude: tuple[int, int]) -> list[tuple[int, int]]:
+    """The inside of the argument list of each one-line call of `names` in code (a docstring's
+    example call is a string, not a call node), the edited call excluded."""
+    if tree is None:
+        return []
+    out = []
+    for name in names:
+        for node in _identifiers(text, tree, name):
+            call = node.parent
+            if call is None or not (call.type == "call" or call.type.endswith("call_expression")):
+                continue
+            fn, args = call.child_by_field_name("function"), call.child_by_field_name("arguments")
+            if fn is None or args is None or fn.id != node.id or args.start_point.row != args.end_point.row:
+                continue
+            a, b = _str_offset(text, args.start_byte) + 1, _str_offset(text, args.end_byte) - 1
+            if b >= a and (b < exclude[0] or a > exclude[1]):
+                out.append((a, b))
+    return sorted(out)
+
+
 def editable_region(text: str, tree: Any, spec: Any, edit_start: int, edit_end: int, max_lines: int,
-                    renamed: set[str] = frozenset(), reach: set[str] = frozenset()) -> Region:
+                    renamed: set[str] = frozenset(), reach: set[str] = frozenset(),
+                    written: set[str] = frozenset()) -> Region:
     """`renamed`: names the edit replaced (their uses grow the region and are spans to re-mask);
-    `reach`: names whose uses only grow the region (the calls of a function given a parameter)."""
+    `reach`: names whose uses only grow the region (the calls of a function given a parameter);
+    `written`: the names the edit wrote (where the new name is bound tells a local's scope)."""
     n_lines = text.count("\n") + 1
     first = text.count("\n", 0, edit_start)
     last = text.count("\n", 0, max(edit_start, edit_end))
@@ -77,14 +184,20 @@ def editable_region(text: str, tree: Any, spec: Any, edit_start: int, edit_end: 
         half = max(WINDOW_LINES, (max_lines - (last - first + 1)) // 2)
         lo, hi = max(0, first - half), min(n_lines - 1, last + half)
     lo, hi = _cap(lo, hi, first, last, max_lines)
-    uses = renamed_uses(text, tree, set(renamed), (edit_start, edit_end)) if renamed else []
+    scope = rename_scope(tree, spec, text, edit_start, edit_end, set(renamed) | set(written))
+    # A function or class still defined under the old name is not renamed: the edit called another
+    # one here (`_v(x)` -> `rgb_to_yiq(x)`), and the other calls of the old one stay right.
+    renamed = set(renamed) - still_defined(text, tree, spec, set(renamed))
+    uses = renamed_uses(text, tree, set(renamed), (edit_start, edit_end), scope) if renamed else []
     reached = renamed_uses(text, tree, set(reach), (edit_start, edit_end)) if reach else []
     for start, _ in sorted(uses + reached, key=lambda u: abs(text.count("\n", 0, u[0]) - first)):
         row = text.count("\n", 0, start)
         if max(hi, row) - min(lo, row) + 1 <= max_lines:
             lo, hi = min(lo, row), max(hi, row)
     inside = tuple(u for u in uses if lo <= text.count("\n", 0, u[0]) <= hi)
-    return Region(lo, hi + 1, inside)
+    arguments = tuple(a for a in call_arguments(text, tree, set(reach), (edit_start, edit_end))
+                      if lo <= text.count("\n", 0, a[0]) <= hi)
+    return Region(lo, hi + 1, inside, arguments, tree is not None and spec is not None)
 
 
 def _cap(lo: int, hi: int, first: int, last: int, max_lines: int) -> tuple[int, int]:

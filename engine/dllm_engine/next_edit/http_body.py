@@ -51,6 +51,7 @@ class NextEditBody(_Body):
     region_end_line: Annotated[int, Field(ge=1)]
     cursor: Offset
     spans: list[CallerSpanBody] = Field(default_factory=list, max_length=MAX_CALLER_SPANS)
+    spans_are_uses: bool = _DEFAULTS.spans_are_uses
     mode: SpanMode = _DEFAULTS.mode
     max_spans: int = Field(_DEFAULTS.max_spans, ge=1, le=64)
     score_tokens: int = Field(_DEFAULTS.score_tokens, ge=0, le=512)

@@ -10,7 +10,11 @@ and then the region, token by token, in one cached context:
 - the scoring window gets the model's probability of each known token from the forward
   that appends it (a token's probability depends only on the text before it, so the text
   as it read before the edit is scored from the edit on, where it differs);
-- a span is generated greedily, with drafts looked up in the original text and checked in
+- a span the edit suggests a text for (spans.Span.hint: the new name at a stale use, the
+  argument list with the added item) is that text, read in one forward at the model's
+  probability of it: the fill's confidence, which the caller's calibrated threshold judges
+  (a free fill of a stale use is often another name, which is no follow-up of the rename);
+- any other span is generated greedily, with drafts looked up in the original text and checked in
   the same forward (drafting.py's rule), until the generated tokens rejoin the known text
   after the span (REJOIN_TOKENS of them, up to the line's end, all before the next span):
   that is where the span ends, so a fill may come back shorter or longer than what it
@@ -60,8 +64,9 @@ class PassSpan:
     end: int
     one_line: bool  # a line break in the fill (before it rejoins) abandons it
     min_tokens: int  # 1: the span may not be deleted outright (a name is not removed)
-    # What the span may read after the edit (a stale use of a renamed name: the new name): the
-    # first forward's draft, which the model keeps only where it would write it anyway.
+    # What the span reads as the edit suggests it (a stale use of a renamed name: the new name):
+    # read in one forward, it is the fill, at the model's probability of it and of the known
+    # token it joins (the caller's threshold judges it); no free generation for such a span.
     guess: str = ""
     word: bool = False  # a name: refilled by a name (a fill that runs on into other code leaves it)
 
@@ -107,7 +112,7 @@ class RegionPass:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
     @torch.inference_mode()
-    def _run(self, extra: list[int], decide) -> object:
+    def _run(self, extra: list[int], decide, read: list[int] | None = None) -> object:
         """One forward after the cached part of the stream: the rows are the stream's tokens the
         cache does not hold yet (known text appended since the last forward), the held-out last
         token, and `extra` (drafts, or the known tokens being scored).
@@ -115,7 +120,9 @@ class RegionPass:
         `decide(logprobs)` (float [1 + len(extra), V] for the held-out token's row and the
         extra rows, banned tokens at -inf) returns (committed tokens, rows kept, its answer):
         the committed tokens join the stream, and the K/V of the rows up to the first
-        `rows kept` of those (exact: each saw only the text before it) join the prefix cache."""
+        `rows kept` of those (exact: each saw only the text before it) join the prefix cache.
+        `read`: only the rows that predict these indices of `extra` (the vocabulary head is the
+        cost of a row), in that order."""
         self._check()
         runner, dev = self.runner, self.runner.device
         with self.engine._runner_lock:
@@ -128,6 +135,9 @@ class RegionPass:
             past = ([(entry.buf[i, 0, :, :reuse][None], entry.buf[i, 1, :, :reuse][None])
                      for i in range(entry.buf.shape[0])] if reuse else None)
             want = (torch.arange(len(run), device=dev) >= lead)[None]
+            if read is not None:  # the row before extra[r] predicts it; the held-out token's row is lead
+                want = torch.zeros(1, len(run), dtype=torch.bool, device=dev)
+                want[0, [lead + r for r in read]] = True
             logits, new_kv = runner.model(rows, positions, mask=causal_mask(reuse, len(run), dev), past=past,
                                           logits_rows=want, compact=True, return_kv=True)
             logits = logits.float()
@@ -195,23 +205,65 @@ class RegionPass:
         return self.offsets[k][0] if k < len(self.ids) else len(self.region)
 
     def rewrite(self, spans: list[PassSpan]) -> list[PassFill]:
-        """The spans generated left to right in one stream; one fill per merged span."""
+        """The spans left to right in one stream; one fill per merged span. The edit's suggestions
+        (spans with a guess) between two generated spans are read together, in one forward."""
         ranges = self.token_ranges(spans)
-        fills: list[PassFill] = []
+        fills: list[PassFill | None] = []
         self.reset([])
+        self._batch: list[int] = []  # known text and suggestions not yet in the stream
+        pending: list[tuple[int, int, int, int, int, int]] = []  # (fill, at in batch, tokens, joins, start, end)
         done = 0
         for n, (i, j, span) in enumerate(ranges):
-            self.extend(self.ids[done:i])
+            self._batch += self.ids[done:i]
             nxt = ranges[n + 1][0] if n + 1 < len(ranges) else None
             known = self.ids[j:nxt] if nxt is not None else self.ids[j:] + self.suffix_ids
             start, end = self._char(i), self._char(j)
             if self._expired():
                 fills.append(PassFill(start, end, self.region[start:end], 0.0, "deadline"))
-                self.extend(self.ids[i:j])
+                self._batch += self.ids[i:j]
+            elif span.guess:
+                guess = self.tok.encode(self.region[start:span.start] + span.guess + self.region[span.end:end])
+                pending.append((len(fills), len(self._batch), len(guess), min(1, len(known)), start, end))
+                fills.append(None)
+                self._batch += guess
             else:
+                self._flush(pending, fills)
                 fills.append(self._generate(i, j, span, known[:REJOIN_TOKENS]))
             done = j
+        if pending:  # the last suggestion's joining token, read with the others
+            self._batch += (self.ids[done:] + self.suffix_ids)[:1]
+            self._flush(pending, fills)
         return fills
+
+    def _flush(self, pending: list, fills: list) -> None:
+        """The batch joins the stream; the suggestions in it are read in one forward: each at the
+        model's probability of its tokens and of the known token it joins (the fill's confidence,
+        which the caller's threshold judges: the model's free fill of a stale use is often another
+        name, which is no follow-up of the edit)."""
+        batch, self._batch = self._batch, []
+        if not pending:
+            self.extend(batch)
+            return
+        # The known text before the first suggestion joins the stream as it is: its K/V may be in
+        # the prefix cache already (the previous keystroke's request), which extra rows never reuse.
+        first = pending[0][1]
+        self.extend(batch[:first])
+        batch = batch[first:]
+        pending[:] = [(k, at - first, n, joins, a, b) for k, at, n, joins, a, b in pending]
+        read = sorted({r for _, at, n, joins, _, _ in pending for r in range(at, min(len(batch), at + n + joins))})
+        where = {r: k for k, r in enumerate(read)}
+
+        def decide(logprobs):
+            targets = torch.tensor([batch[r] for r in read])
+            probs = logprobs[torch.arange(len(read)), targets].exp().tolist()
+            return batch, len(batch), probs
+
+        probs = self._run(batch, decide, read)
+        for k, at, n, joins, start, end in pending:
+            tail = [probs[where[r]] for r in range(at, min(len(batch), at + n + joins))]
+            conf = math.exp(sum(math.log(max(p, 1e-9)) for p in tail) / max(1, len(tail)))
+            fills[k] = PassFill(start, end, self.tok.decode(batch[at:at + n]), conf, "rejoined")
+        pending.clear()
 
     def _generate(self, i: int, j: int, span: PassSpan, known: list[int]) -> PassFill:
         original = self.ids[i:j]
@@ -220,9 +272,6 @@ class RegionPass:
         budget = min(1024, 2 * len(original) + 8)
         drafts = LONG_SPAN_DRAFTS if len(original) > LONG_SPAN_TOKENS else SHORT_SPAN_DRAFTS
         ahead = torch.tensor(self.ids[i:] + self.suffix_ids, dtype=torch.long)
-        guess = original
-        if span.guess:
-            guess = self.tok.encode(self.region[start:span.start] + span.guess + self.region[span.end:end])
         ends = set(self._ends)
         known_text = self.tok.decode(known)
         if "\n" in known_text:  # the rest of the line is enough: the next line is the model's to differ on
@@ -231,8 +280,8 @@ class RegionPass:
         probs: list[float] = []
         while True:
             room = min(drafts, budget + len(known) - len(fill))
-            if not fill:  # the span as the edit suggests or as it is, then the text after it
-                draft = guess + known
+            if not fill:  # the span as it is, then the text after it
+                draft = original + known
             else:  # what followed the fill's last tokens elsewhere (the new name at its definition,
                 # the original text), else the text after the span: one forward when the fill is over
                 history = torch.cat((ahead, torch.tensor(self.stream, dtype=torch.long)))
@@ -251,16 +300,14 @@ class RegionPass:
             probs += step_probs
             cut = self._rejoin(fill, known_text, span.min_tokens, ends)
             if cut is not None:
-                # A stale use the model left as it was still reads with the new name for the spans
-                # after it (left stale, the uses would vouch for the old name one after another).
-                self.stream = saved + (guess if span.guess and fill[:cut] == original else fill[:cut])
+                self.stream = saved + fill[:cut]
                 tail = probs[:cut + 1]
                 conf = math.exp(sum(math.log(max(p, 1e-9)) for p in tail) / len(tail))
                 return PassFill(start, end, self.tok.decode(fill[:cut]), conf, "rejoined")
             broken = span.one_line and self._breaks_line(fill, known_text, span.min_tokens)
             broken = broken or (span.word and self._runs_past_name(fill, known_text))
             if broken or len(fill) > budget + len(known) or self._expired():
-                self.stream = saved + (guess if span.guess else original)
+                self.stream = saved + original
                 return PassFill(start, end, self.region[start:end], 0.0, "deadline" if self._expired() else "kept")
 
     def _rejoin(self, fill: list[int], known: str, min_tokens: int, ends: set[int]) -> int | None:

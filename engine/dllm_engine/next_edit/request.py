@@ -59,6 +59,10 @@ class NextEditRequest:
     region_end_line: int  # exclusive
     cursor: int
     spans: list[CallerSpan] = field(default_factory=list)
+    # The caller parsed the code and `spans` are every code use of the names the newest edit
+    # renamed and every argument list of the function it gave a parameter, in the region (none
+    # is an answer: no use left in the rename's scope). Seeds it did not name are not re-masked.
+    spans_are_uses: bool = False
     # "chosen": the spans selected from the edit and the scores (the product);
     # "whole_region": every line of the region but the edited ones (a benchmark baseline).
     mode: SpanMode = "chosen"

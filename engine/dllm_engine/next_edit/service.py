@@ -29,8 +29,8 @@ from . import streamed
 from .streamed import DROP
 from .region_pass import RegionPass, supports
 from .request import EditSpan, NextEditRequest, NextEditResult
-from .spans import (WORD, Span, code_uses_only, edit_seeds, merge, region_bounds, replaced_words, score_seeds,
-                    whole_region, widen_to_words)
+from .spans import (WORD, Span, code_uses_only, edit_seeds, follows_edit, merge, region_bounds, replaced_words,
+                    score_seeds, whole_region, widen_to_words)
 
 # Context around the region (the stream) or around each span (holes: each encodes its own,
 # suffix first, so holes of one file share no cached prefix).
@@ -60,8 +60,11 @@ def propose(engine, request: NextEditRequest, cancel: threading.Event | None = N
         spans = whole_region(doc, lo, hi, own)
     else:
         seeds = edit_seeds(doc, request.edits, lo, hi)
+        # Caller spans are re-masked as they are, unless they are the caller's list of the code uses
+        # (`spans_are_uses`): then they only say which of the edit's seeds are code (below), and a
+        # call already given the added argument is not re-masked for being on the list.
         seeds += [Span(*widen_to_words(doc, max(lo, s.start), min(hi, s.end)), "caller")
-                  for s in request.spans if s.start < hi and s.end > lo]
+                  for s in request.spans if s.start < hi and s.end > lo and not request.spans_are_uses]
         score = (lambda: streamed.score_after_edit(rp, doc, lo, hi, request)) if rp else (
             lambda: _score_region(engine, doc, lo, hi, request))
         scored = score() if request.score_tokens else []
@@ -71,11 +74,13 @@ def propose(engine, request: NextEditRequest, cancel: threading.Event | None = N
         fresh = [t for t in scored if not any(t[0] <= e + 1 and t[1] >= s - 1 for s, e in taken)]
         spans = seeds + score_seeds(doc, fresh, request.suspicious_below, MAX_SCORE_SPANS, own)
         if last is not None:  # the scores find a docstring's mention of a renamed name too
-            spans = code_uses_only(spans, doc, replaced_words(doc, last), [(s.start, s.end) for s in request.spans])
+            spans = code_uses_only(spans, doc, replaced_words(doc, last), [(s.start, s.end) for s in request.spans],
+                                   request.spans_are_uses)
     spans = merge(spans, request.cursor, request.max_spans)
     _check(cancel)
     edits = (streamed.rewrite(rp, doc, lo, spans) if rp else _denoised_edits(engine, doc, spans, request, cancel)) \
         if spans else []
+    edits = [e for e in edits if _follows(e, spans)]
     new_doc = _apply(doc, [(Span(e.start, e.end, e.source), e.new) for e in edits])
     new_hi = hi + sum(len(e.new) - (e.end - e.start) for e in edits)
     return NextEditResult(
@@ -92,10 +97,19 @@ def _denoised_edits(engine, doc: str, spans: list[Span], request: NextEditReques
     the new text for the confidences (models whose canvas is bidirectional)."""
     fills = _denoise(engine, doc, spans, request, cancel)
     fills = [_as_word(doc[s.start:s.end], new) for s, new in zip(spans, fills)]
+    # A seeded span whose fill does not do what the edit did (a stale use filled with another
+    # name) is read as the edit suggests it instead, at the model's probability of that (the
+    # scoring pass below): the threshold, not the free fill, decides (as on the stream).
+    fills = [new if follows_edit(s, doc[s.start:s.end], new) or not s.hint else s.hint for s, new in zip(spans, fills)]
     changed = [(span, new) for span, new in zip(spans, fills) if new != doc[span.start:span.end]]
     confidences = _confidences(engine, _apply(doc, changed), changed) if changed else []
     return [EditSpan(s.start, s.end, doc[s.start:s.end], new, conf, s.source)
             for (s, new), conf in zip(changed, confidences)]
+
+
+def _follows(edit: EditSpan, spans: list[Span]) -> bool:
+    """A changed span is proposed only if it does what the edit did to every seed it covers."""
+    return all(follows_edit(s, edit.original, edit.new) for s in spans if s.start < edit.end and s.end > edit.start)
 
 
 def _check(cancel: threading.Event | None) -> None:

@@ -27,9 +27,15 @@ class Span:
     start: int
     end: int
     source: str  # "edit" | "score" | "caller" | "region"
-    # For a stale use of a renamed name: the name the edit wrote. The other holes read this
-    # span with it in their context (see service._hole), so stale uses do not vouch for each other.
+    # The span's text as the edit suggests it: for a stale use of a renamed name, the name the
+    # edit wrote; for another argument list of a function given a parameter, the list with the
+    # added item. The other holes read this span with it in their context (service._context),
+    # so stale uses do not vouch for each other; the stream drafts it first (region_pass.py).
     hint: str = ""
+    # What the edit makes of this span: "rename" (a stale use), "argument" (another argument
+    # list of the function a parameter was added to), "" (no expectation). A fill of a span the
+    # edit seeded is a proposal only if it does what the edit did (`follows_edit`).
+    kind: str = ""
 
 
 def region_bounds(text: str, start_line: int, end_line: int) -> tuple[int, int]:
@@ -127,21 +133,50 @@ def edit_seeds(document: str, edits: list[RecentEdit], lo: int, hi: int) -> list
             words |= replaced_words(document, edit) if edit is last else _words(edit.removed) - _words(edit.inserted)
     renamed, written = replaced_words(document, last), new_words(document, last)
     hint = next(iter(written)) if len(written) == 1 and len(renamed) == 1 else ""  # one name became one name
-    spans = [Span(s, e, "edit", hint if w in renamed else "")
+    spans = [Span(s, e, "edit", hint if w in renamed else "", "rename" if w in renamed and hint else "")
              for w in sorted(words) for s, e in occurrences(document, w, lo, hi)]
     name = enclosing_call_name(document, last.offset) if adds_argument(last) else None
     if name is not None:  # an argument added to `name(...)`: the other argument lists follow
-        spans += [Span(s, e, "edit") for s, e in _argument_lists(document, name, lo, hi)]
+        item = _squeeze(last.inserted.strip().lstrip(","))
+        spans += [Span(s, e, "edit", added_argument(document[s:e], last.inserted), "argument")
+                  for s, e in _argument_lists(document, name, lo, hi)
+                  if not _squeeze(document[s:e]).endswith(item)]  # a call already given it is done
     return [s for s in spans if s.end <= own[0] or s.start >= own[1]]
 
 
-def code_uses_only(seeds: list[Span], document: str, renamed: set[str], named: list[tuple[int, int]]) -> list[Span]:
+def added_argument(arguments: str, inserted: str) -> str:
+    """An argument list with the item the edit added to the definition (`, unit`) appended."""
+    item = inserted.strip().lstrip(",").strip()
+    return f"{arguments}, {item}" if arguments.strip() else item
+
+
+def follows_edit(span: Span, original: str, new: str) -> bool:
+    """Whether a fill does to `span` what the edit did: a stale use comes back as the new name
+    (a stale use filled with another name, `1` or `cur_len`, is no follow-up of a rename), an
+    argument list keeps its items and gains one. Spans the edit did not seed pass."""
+    if span.kind == "rename":
+        return span.hint in WORD.findall(new)
+    if span.kind == "argument":
+        kept, grown = _squeeze(original), _squeeze(new)
+        return grown.startswith(kept) and len(grown) > len(kept) and (not kept or grown[len(kept)] == ",")
+    return True
+
+
+def _squeeze(text: str) -> str:
+    return re.sub(r"\s+", "", text)
+
+
+def code_uses_only(seeds: list[Span], document: str, renamed: set[str], named: list[tuple[int, int]],
+                   complete: bool = False) -> list[Span]:
     """The seeds left when a caller that parses the code named the uses of the renamed names
-    (`named`): an occurrence of a renamed name it did not name is in a string or a comment (a
-    docstring's mention of a parameter), which the rename does not reach."""
-    if not named:
+    and the calls' argument lists (`named`): an occurrence of a renamed name it did not name is
+    in a string or a comment (a docstring's mention of a parameter), or out of the rename's
+    scope (the same name in the next function), which the rename does not reach; an argument
+    list it did not name is a docstring's example call. `complete`: the caller says `named` is
+    all of them, so naming none means none (else an empty `named` means no parse: every seed)."""
+    if not named and not complete:
         return seeds
-    return [s for s in seeds if document[s.start:s.end] not in renamed
+    return [s for s in seeds if (document[s.start:s.end] not in renamed and s.kind != "argument")
             or any(a < s.end and b > s.start for a, b in named)]
 
 
@@ -191,8 +226,8 @@ def merge(spans: list[Span], cursor: int, limit: int) -> list[Span]:
             end = max(prev.end, span.end)
             # The same place named twice (a stale use the caller also found) keeps its hint;
             # a span grown from two places has none.
-            hint = next((x.hint for x in (prev, span) if x.hint and (x.start, x.end) == (prev.start, end)), "")
-            merged[-1] = Span(prev.start, end, prev.source, hint)
+            same = next((x for x in (prev, span) if x.hint and (x.start, x.end) == (prev.start, end)), None)
+            merged[-1] = Span(prev.start, end, prev.source, same.hint if same else "", same.kind if same else "")
         else:
             merged.append(span)
     nearest = sorted(merged, key=lambda s: min(abs(s.start - cursor), abs(s.end - cursor)))[:limit]

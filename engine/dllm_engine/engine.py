@@ -86,7 +86,9 @@ class EngineConfig:
     # Draft rows (draft_adapter.py): this many masked slots after the last draft token run in
     # each pass with the model's draft adapter, and their guesses are the next pass's draft
     # when the text has none (greedy output unchanged). 0: off; no effect without an adapter.
-    draft_rows: int = 3
+    # Off by default: the shipped adapter (420 CPU steps) saved under 1% of passes on
+    # bench_default_decoding.py's holes while a pass cost 25-50% more (RESULTS.md, eighth session).
+    draft_rows: int = 0
     # The draft adapter: "shipped" (the one in the package for the model's base, if any),
     # "none", or a folder holding draft_adapter.json / .safetensors.
     draft_adapter: str = "shipped"

@@ -94,14 +94,15 @@ def test_the_shipped_draft_rows_save_passes_and_change_no_token(engines):
     after the current one, the next pass checks them; the same fills in fewer passes."""
     from dllm_engine.engine import Engine, EngineConfig
 
-    with_rows = engines[8]
-    assert with_rows.draft_rows > 0 and with_rows.loaded.model.draft_adapter is not None
-    no_rows = Engine(EngineConfig(model="default", threads=1, dtype="float32", draft_tokens=8, draft_rows=0))
+    with_rows = Engine(EngineConfig(model="default", threads=1, dtype="float32", draft_tokens=8, draft_rows=3))
+    no_rows = engines[8]
+    assert no_rows.draft_rows == 0  # off by default
     try:
-        plain = [no_rows.infill(InfillRequest(holes=[h])).holes[0] for h in NOVEL]
+        assert with_rows.draft_rows == 3 and with_rows.loaded.model.draft_adapter is not None
+        rows = [with_rows.infill(InfillRequest(holes=[h])).holes[0] for h in NOVEL]
     finally:
-        no_rows.shutdown()
-    rows = [with_rows.infill(InfillRequest(holes=[h])).holes[0] for h in NOVEL]
+        with_rows.shutdown()
+    plain = [no_rows.infill(InfillRequest(holes=[h])).holes[0] for h in NOVEL]
     for p, r in zip(plain, rows):
         assert r.text == p.text and r.tokens == p.tokens
     assert sum(r.passes for r in rows) < sum(p.passes for p in plain)

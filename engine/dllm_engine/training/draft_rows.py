@@ -131,8 +131,19 @@ class DraftTrainer:
         if not self.held_files:  # a small corpus: hold out one file rather than none
             self.train_files, self.held_files = self.train_files[:-1], self.train_files[-1:]
         self.rng = random.Random(args.seed + self.step)
-        held_rng = random.Random(1234)
-        self.held = [s for s in (self._sample(held_rng, self.held_files) for _ in range(3 * args.held)) if s][:args.held]
+        self.held = self._held_out(args.held)
+
+    def _held_out(self, count: int) -> list[list[int]]:
+        """`count` fixed held-out sequences; on a small corpus whose held-out files are too short
+        to give them (the split hashes paths, so it differs per checkout), more files are held out."""
+        while True:
+            rng = random.Random(1234)
+            held = [s for s in (self._sample(rng, self.held_files) for _ in range(3 * count)) if s][:count]
+            if len(held) >= count or len(self.train_files) <= 1:
+                if not held:
+                    raise SystemExit("draft rows training: the corpus gives no held-out sequence (too few or too short files)")
+                return held
+            self.held_files.append(self.train_files.pop())
 
     def _sample(self, rng, files):
         a = self.args

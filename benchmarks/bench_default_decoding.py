@@ -14,6 +14,8 @@ An arm `weights:drafts:rows=N` also runs N draft rows a pass (draft_adapter.py; 
 adapter, or `adapter=FOLDER`); an arm without `rows=` runs none (drafting from the text alone).
 An arm `weights:drafts:exact` runs with every row count sent to the projections as it is
 (no row_buckets.py padding: the code before issue 16 defect 8), to measure the padding's cost.
+An arm `weights:drafts:cand=N` asks for best of N (DiffusionParams.candidates, candidates.py).
+"exact" counts the fills equal to the line that was cut out (held-out exact match).
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def main() -> int:
         from dllm_engine import row_buckets
     except ImportError:  # --engine-from a checkout before row buckets: every arm is exact
         row_buckets = None
-    from dllm_engine.protocol import Hole, InfillRequest
+    from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
 
     arms = [(w, int(k), *rest) for w, k, *rest in (a.split(":") for a in args.arms.split(","))]
 
@@ -88,27 +90,33 @@ def main() -> int:
             out["draft_rows"] = 0
         return out
 
+    def params(arm):  # cand=N: best of N (an engine before candidates takes only the default)
+        opts = dict(o.split("=", 1) for o in arm[2:] if "=" in o)
+        return DiffusionParams(candidates=int(opts["cand"])) if "cand" in opts else DiffusionParams()
+
     engines = {arm: Engine(EngineConfig(model="default", threads=args.threads, weights=arm[0], draft_tokens=arm[1],
                                         **options(arm)))
                for arm in arms}
     holes = cut_holes(args.holes, args.seed)
-    stats = {arm: {"fresh": [], "latency": [], "passes": 0, "tokens": 0, "texts": []} for arm in arms}
+    stats = {arm: {"fresh": [], "latency": [], "passes": 0, "tokens": 0, "texts": [], "exact": 0} for arm in arms}
     for warm in holes[:2]:  # first calls build kernels' packed buffers and the context cache
         for arm, e in engines.items():
             with rows_of(arm):
                 e.infill(InfillRequest(holes=[Hole(prefix=warm[0], suffix=warm[1], max_tokens=64, stop=("\n",))]))
-    for prefix, suffix, _ in holes:
+    for prefix, suffix, line in holes:
         for arm, e in engines.items():
             s = stats[arm]
             with rows_of(arm):
                 e.drop_caches()  # every arm encodes the context afresh, as on a file just opened
                 for key in ("fresh", "latency"):  # then again with the context cached, as on a keystroke
                     t0 = time.perf_counter()
-                    h = e.infill(InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=64, stop=("\n",))])).holes[0]
+                    h = e.infill(InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=64, stop=("\n",))],
+                                               params=params(arm))).holes[0]
                     s[key].append((time.perf_counter() - t0) * 1000)
             s["passes"] += h.passes
             s["tokens"] += h.tokens
             s["texts"].append(h.text)
+            s["exact"] += h.text.strip() == line
     for e in engines.values():
         e.shutdown()
     first = stats[arms[0]]["texts"]
@@ -123,6 +131,7 @@ def main() -> int:
             "fill_tokens_per_pass": round(s["tokens"] / max(1, s["passes"]), 2),
             "ms_per_pass": round(sum(s["latency"]) / max(1, s["passes"]), 1),  # context cached: passes alone
             "same_text_as_first_arm": sum(a == b for a, b in zip(first, s["texts"])),
+            "exact": s["exact"],
         })
     head = f"{cpu_name()}, torch {torch.__version__}, {args.threads} threads, {len(holes)} single-line holes of dllm_lsp/"
     if args.engine_from != ROOT:
@@ -131,11 +140,11 @@ def main() -> int:
         print(json.dumps({"machine": head, "rows": rows}, indent=1))
     else:
         print(head)
-        print("| weights | drafts | fresh context p50 ms | cached context p50 ms | p95 ms | passes/fill | fill tokens/pass | ms/pass | same text as first arm |")
-        print("|---|---|---|---|---|---|---|---|---|")
+        print("| weights | drafts | fresh context p50 ms | cached context p50 ms | p95 ms | passes/fill | fill tokens/pass | ms/pass | same text as first arm | exact |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
             print(f"| {r['weights']} | {r['draft_tokens']} | {r['fresh_ms_p50']} | {r['latency_ms_p50']} | {r['latency_ms_p95']} | {r['passes_per_fill']} "
-                  f"| {r['fill_tokens_per_pass']} | {r['ms_per_pass']} | {r['same_text_as_first_arm']}/{r['holes']} |")
+                  f"| {r['fill_tokens_per_pass']} | {r['ms_per_pass']} | {r['same_text_as_first_arm']}/{r['holes']} | {r['exact']}/{r['holes']} |")
     return 0
 
 

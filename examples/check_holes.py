@@ -1,7 +1,7 @@
 """Fill the marked hole of each example in examples/holes/ with a model and run the example's
 own checks on the result (the same check the original line passes).
 
-    .venv/bin/python examples/check_holes.py [--model default] [--need 4]
+    .venv/bin/python examples/check_holes.py [--model default] [--need 4] [--candidates 4]
 
 Each example is a complete program whose hole line ends in `# <hole>`: the code after that
 line's indentation is cut out (the cursor sits after the indentation, as in an editor), the
@@ -46,9 +46,11 @@ def main() -> int:
     ap.add_argument("--model", default="default")
     ap.add_argument("--need", type=int, default=4, help="examples that must pass (of 6)")
     ap.add_argument("--weights", choices=("native", "int8"), default="native")
+    ap.add_argument("--candidates", type=int, default=4,
+                    help="best of N, as `dllm-lsp infill` asks (1: the plain fill, as typing gets)")
     args = ap.parse_args()
     from dllm_engine.engine import Engine, EngineConfig
-    from dllm_engine.protocol import Hole, InfillRequest
+    from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
 
     engine = Engine(EngineConfig(model=args.model, weights=args.weights))
     ok = 0
@@ -56,7 +58,7 @@ def main() -> int:
         for path in sorted(HOLES.glob("*.py")):
             prefix, original, suffix = cut(path.read_text())
             hole = Hole(prefix=prefix, suffix=suffix, max_tokens=48, stop=("\n",))
-            res = engine.infill(InfillRequest(holes=[hole])).holes[0]
+            res = engine.infill(InfillRequest(holes=[hole], params=DiffusionParams(candidates=args.candidates))).holes[0]
             good = passes(prefix + res.text + suffix)
             ok += good
             print(f"{'PASS' if good else 'FAIL'}  {path.name:24} {res.text!r}  (original {original!r}; "

@@ -7,6 +7,7 @@ to the server's documents and options and to the engine protocol.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from typing import Any
@@ -57,10 +58,11 @@ def budget(options: ServerOptions) -> ContextBudget:
     return ContextBudget(prefix_tokens=c.prefix_tokens, suffix_tokens=c.suffix_tokens, snippet_tokens=c.snippet_tokens)
 
 
-def params(options: ServerOptions) -> DiffusionParams:
+def params(options: ServerOptions, invoked: bool = False) -> DiffusionParams:
+    """`invoked`: the user asked for this fill (no keystroke is waiting on it): best of N."""
     d = options.diffusion
     return DiffusionParams(threshold=d.threshold, temperature=d.temperature, confidence=d.confidence, seed=d.seed,
-                           max_passes=d.max_passes)
+                           max_passes=d.max_passes, candidates=d.invoked_candidates if invoked else 1)
 
 
 def syntax_tree(doc: Document) -> Any:
@@ -90,8 +92,12 @@ def engine_hole(ctx: CompletionContext, language: Any, max_tokens: int, bucket: 
                 max_tokens=max_tokens, bucket=bucket, stop=stop)
 
 
-def request_for(holes: list[Hole], options: ServerOptions, priority: str = "interactive") -> InfillRequest:
-    return InfillRequest(holes=holes, params=params(options), priority=priority)  # type: ignore[arg-type]
+def request_for(holes: list[Hole], options: ServerOptions, priority: str = "interactive",
+                invoked: bool = False) -> InfillRequest:
+    p = params(options, invoked)
+    if len(holes) * p.candidates > 256:  # the engine's fills per request: many holes fill once each
+        p = dataclasses.replace(p, candidates=max(1, 256 // len(holes)))
+    return InfillRequest(holes=holes, params=p, priority=priority)  # type: ignore[arg-type]
 
 
 def shape(plan: Plan, completion: str) -> Suggestion | None:

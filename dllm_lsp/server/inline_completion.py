@@ -24,7 +24,8 @@ def register(ls: "DllmServer") -> None:
         empty = types.InlineCompletionList(items=[])
         if not ls.options.inline_completion:
             return empty
-        found = await suggest(ls, params.text_document.uri, params.position, "inline")
+        invoked = params.context is not None and params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked
+        found = await suggest(ls, params.text_document.uri, params.position, "inline", invoked=invoked)
         if found is None:  # no completion at the cursor: a next edit starting on its line, if any
             item = ls.next_edits.inline_item(params.text_document.uri, params.position) if ls.next_edits else None
             return types.InlineCompletionList(items=[item] if item is not None else [])

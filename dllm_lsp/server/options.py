@@ -46,6 +46,10 @@ class DiffusionOptions:
     # Cap on denoising passes per request (the last pass commits every slot left):
     # bounds keystroke latency at some cost in quality. None: the engine's default.
     max_passes: int | None = None
+    # Best of N for completions the user asked for (an invoked inline completion, a range
+    # edit): the engine fills the hole this many ways and keeps the one the model reads best
+    # with the code after it. Typing-triggered completions fill once (latency first).
+    invoked_candidates: int = 4
 
 
 @dataclass
@@ -86,6 +90,7 @@ _RANGES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "diffusion.temperature": (lambda v: 0.0 <= v <= 10.0, "in [0, 10]"),
     "diffusion.seed": (lambda v: v >= 0, "a non-negative integer"),
     "diffusion.maxPasses": (lambda v: 1 <= v <= 4096, "between 1 and 4096"),
+    "diffusion.invokedCandidates": (lambda v: 1 <= v <= 8, "between 1 and 8"),
     "fillMarker": (lambda v: bool(v.strip()), "a non-empty string"),
     "nextEdit.maxLines": (lambda v: 3 <= v <= 400, "between 3 and 400"),
     "nextEdit.minConfidence": (lambda v: 0.0 <= v <= 1.0, "in [0, 1]"),

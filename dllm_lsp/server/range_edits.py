@@ -50,7 +50,7 @@ async def regenerate_selection(ls: "DllmServer", uri: str, rng: types.Range) -> 
     start, end = doc.index.offsets(rng, ls.encoding)  # InvalidPosition: the caller reports it
     version = doc.version
     _, hole = plan_range(doc, start, end, ls.options)
-    result = await ls.engine.infill(request_for([hole], ls.options, "interactive"), RANGE_TIMEOUT_S, wait_for_load=True)
+    result = await ls.engine.infill(request_for([hole], ls.options, "interactive", invoked=True), RANGE_TIMEOUT_S, wait_for_load=True)
     if result is None or not result.holes:
         return None
     if doc.version != version or ls.documents.get(uri) is not doc:
@@ -80,7 +80,7 @@ async def fill_holes(ls: "DllmServer", uri: str) -> types.WorkspaceEdit | None:
         return None
     version = doc.version
     holes = [engine_hole(h.ctx, doc.language, h.ctx.max_tokens, h.ctx.bucket) for h in plan.holes]
-    result = await ls.engine.infill(request_for(holes, ls.options, "interactive"), RANGE_TIMEOUT_S, wait_for_load=True)
+    result = await ls.engine.infill(request_for(holes, ls.options, "interactive", invoked=True), RANGE_TIMEOUT_S, wait_for_load=True)
     if result is None or len(result.holes) != len(holes):
         return None
     if doc.version != version or ls.documents.get(uri) is not doc:

@@ -26,8 +26,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: str) -> "tuple[Suggestion, LineIndex] | None":
-    """A suggestion at `position` and the line index of the snapshot it refers to, or None (reason logged)."""
+async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: str,
+                  invoked: bool = False) -> "tuple[Suggestion, LineIndex] | None":
+    """A suggestion at `position` and the line index of the snapshot it refers to, or None (reason logged).
+    `invoked`: the user asked for it explicitly (best of N, options.diffusion.invoked_candidates)."""
     arrived = time.perf_counter()
     # The syntax layer loads after `initialize` (server.preload), not on the way to it.
     from .infill import Suggestion, language_enabled, plan_completion, request_for, shape
@@ -74,8 +76,8 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
             log.debug("stale %s request for %s (document changed during the debounce)", kind, uri)
             return None
         # Inline and ordinary completion at the same snapshot share one engine call.
-        result = await ls.inflight.run((uri, plan.version, offset, plan.hole),
-                                       lambda: ls.engine.infill(request_for([plan.hole], opts)))
+        result = await ls.inflight.run((uri, plan.version, offset, plan.hole, invoked),
+                                       lambda: ls.engine.infill(request_for([plan.hole], opts, invoked=invoked)))
         if result is None or not result.holes:
             return None
         ls.scheduler.engine_answer_ms.append((plan.ctx.kind, (time.perf_counter() - arrived) * 1000))

@@ -79,7 +79,7 @@ def canvas_drafts(active: list, canvases: torch.Tensor, window: torch.Tensor, ma
     current = window.float().argmax(-1).tolist()
     any_draft = False
     for row, a in enumerate(active):
-        if a.params.temperature > 0 or a.context.ids is None:
+        if a.temperature > 0 or a.context.ids is None:
             continue  # sampling would need the rejection-sampling rule; not worth it here
         c, n = current[row], a.canvas.numel()
         room = min(limit, n - c - 1)
@@ -103,7 +103,7 @@ def row_drafts(active: list, canvases: torch.Tensor, window: torch.Tensor, draft
     probes = torch.zeros_like(canvases, dtype=torch.bool)
     current = window.float().argmax(-1).tolist()
     for row, a in enumerate(active):
-        if a.params.temperature > 0 or a.context.ids is None or int(window[row].sum()) != 1:
+        if a.temperature > 0 or a.context.ids is None or int(window[row].sum()) != 1:
             continue
         c, n = current[row], a.canvas.numel()
         k = int((out[row] >= 0).sum())

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .candidates import choose, expand, outlasted, sampling_for
 from .canvas_rules import advance, fill_tokens, forget_rewritten, remask, stop_token_mask
 from .checkpoint import LoadedModel, load
 from .context_cache import context_budget_bytes
@@ -174,6 +175,9 @@ class Engine:
             banned=tuple(i for i in (cfg.mask_token_id, cfg.suffix_token_id, cfg.prefix_token_id) if i >= 0),
         )
         self.scheduler = Scheduler(self.config.max_batch, self.config.max_queue)
+        # Best of N scores fills left to right: a shifted-logit model's own reading order.
+        # Other models fill once whatever a request asks (candidates.py).
+        self.scores_candidates = bool(getattr(self.runner, "shifted", False)) and hasattr(self.runner, "score_rows")
         self._stop_cache: dict[tuple, torch.Tensor] = {}
         # Draft tokens never run through a layout marker or an end token (drafting.py).
         self._draft_stops = torch.zeros(cfg.vocab_size, dtype=torch.bool)
@@ -213,7 +217,11 @@ class Engine:
         `on_settled(SettledText)`: each hole's settled run after every pass but its last
         (token streaming; final only with `remask_below` 0). Both run on the engine thread."""
         request.validate()
-        state = RequestState(request=request, future=Future(), on_event=on_event, on_settled=on_settled)
+        n = request.params.candidates if self.scores_candidates else 1
+        if n > 1 and on_settled is not None:
+            raise ProtocolError("a request with candidates > 1 cannot stream its text: the fill is chosen at the end")
+        state = RequestState(request=expand(request, n) if n > 1 else request, future=Future(),
+                             on_event=on_event, on_settled=on_settled, candidates=n, holes=request.holes)
         with self._cond:
             if self._stopping:
                 raise RuntimeError("engine is shut down")
@@ -367,12 +375,13 @@ class Engine:
         length = min(length, hole.max_tokens)
         params = state.request.params
         gen = None
-        if params.temperature > 0:
+        temperature = sampling_for(index, state.candidates, params.temperature)
+        if temperature > 0:
             gen = torch.Generator(device=self.runner.device).manual_seed(params.seed * 1000003 + index)
         canvas = torch.full((length,), self.special.mask, dtype=torch.long, device=self.runner.device)
         self.scheduler.active.append(ActiveHole(
             state=state, index=index, context=ctx, canvas=canvas, max_tokens=hole.max_tokens,
-            generator=gen, remask_budget=hole.max_tokens if params.remask_below > 0 else 0,
+            generator=gen, temperature=temperature, remask_budget=hole.max_tokens if params.remask_below > 0 else 0,
             stop_ids=self._stop_ids(hole.stop) if hole.stop else None, typed=typed,
             healed=healed, first_allowed=first_allowed,
             first_stop_ids=self._first_stop_ids(hole.stop, healed, first_allowed) if hole.stop and healed else None,
@@ -518,7 +527,7 @@ class Engine:
         out = denoise_pass(
             logits, canvases, valid, self.special,
             threshold=torch.tensor([p.threshold for p in params], device=self.runner.device),
-            temperature=[p.temperature for p in params],
+            temperature=[a.temperature for a in active],
             top_p=[p.top_p for p in params],
             confidence_kind=[p.confidence for p in params],
             generators=[a.generator for a in active],
@@ -550,7 +559,7 @@ class Engine:
             a.canvas = self.runner.edit_canvas(new_canvases[row, :n].clone(), commit[row, :n], a.max_tokens)
             if a.remask_budget > 0 and window is None:  # a finished block is final (and may be in the context)
                 remask(a, self.special, out.token_prob[row], commit[row])
-            reason = advance(a, self.special)
+            reason = advance(a, self.special) or ("cancelled" if outlasted(a) else None)
             forget_rewritten(a, new_canvases[row, :n])
             if reason:
                 finished.append((a, reason))
@@ -669,9 +678,12 @@ class Engine:
         if state.future.done() or not state.done:
             return
         now = time.monotonic()
+        holes = list(state.results)
+        if state.candidates > 1:
+            holes = choose(self, state.holes, holes, state.candidates)
         result = InfillResult(
             request_id=state.request.request_id,
-            holes=list(state.results),
+            holes=holes,
             model=self.model_name,
             elapsed_ms=(now - state.submitted) * 1000,
             queued_ms=((state.started or now) - state.submitted) * 1000,

@@ -24,6 +24,7 @@ from .protocol import (
     Confidence,
     DiffusionParams,
     Hole,
+    MAX_CANDIDATES,
     InfillRequest,
     Priority,
     ProtocolError,
@@ -83,6 +84,7 @@ class ParamsBody(_Body):
     max_passes: int | None = Field(DiffusionParams.max_passes, ge=1, le=4096)
     seed: Seed = DiffusionParams.seed
     canvas_cache: CanvasCache = DiffusionParams.canvas_cache
+    candidates: int = Field(DiffusionParams.candidates, ge=1, le=MAX_CANDIDATES)
 
     def build(self) -> DiffusionParams:
         return DiffusionParams(**self.model_dump())

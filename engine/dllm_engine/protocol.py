@@ -24,6 +24,7 @@ FinishReason = Literal["end", "max_tokens", "cancelled", "deadline", "error"]
 CONFIDENCE_KINDS: tuple[str, ...] = ("max_prob", "margin", "neg_entropy")
 CANVAS_CACHES: tuple[str, ...] = ("exact", "delayed")
 PRIORITIES: tuple[str, ...] = ("interactive", "batch")
+MAX_CANDIDATES = 8  # fills per hole under best of N: each costs a batch row of every pass
 MIN_TEMPERATURE = 1e-3
 
 
@@ -59,6 +60,9 @@ class DiffusionParams:
     # only the other slots are recomputed; fewer FLOPs per pass, approximate (the kept
     # K/V no longer see later commits). Native models only; others run exact.
     canvas_cache: CanvasCache = "exact"
+    # Best of N (candidates.py): fill each hole this many ways (greedy, then samples) and keep
+    # the fill under which the model reads the fill and the code after it best. Not streamed.
+    candidates: int = 1
 
     def validate(self) -> None:
         if not (0.0 < self.threshold <= 2.0):
@@ -78,6 +82,8 @@ class DiffusionParams:
             raise ProtocolError(f"seed must be a non-negative integer, got {self.seed!r}")
         if self.canvas_cache not in CANVAS_CACHES:
             raise ProtocolError(f"canvas_cache must be one of {CANVAS_CACHES}, got {self.canvas_cache!r}")
+        if not _is_int(self.candidates) or not (1 <= self.candidates <= MAX_CANDIDATES):
+            raise ProtocolError(f"candidates must be an integer in [1, {MAX_CANDIDATES}], got {self.candidates!r}")
 
 
 @dataclass(frozen=True)
@@ -146,6 +152,10 @@ class InfillRequest:
             hole.validate()
         self.params.validate()
         validate_scheduling(self.priority, self.deadline_s)
+        if self.stream and self.params.candidates > 1:  # which canvas would it show? (OpenAI refuses best_of too)
+            raise ProtocolError("a request with candidates > 1 cannot stream its canvases")
+        if len(self.holes) * self.params.candidates > 256:
+            raise ProtocolError(f"at most 256 fills per request: {len(self.holes)} holes x {self.params.candidates} candidates")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

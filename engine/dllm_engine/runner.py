@@ -25,7 +25,7 @@ import torch
 from .checkpoint import LoadedModel
 from .context_cache import PrefixCache
 from .block_decoding import first_masked_block, fold_committed, shifted_canvas_logits
-from .layout import causal_mask, native_context_ids
+from .layout import causal_mask, native_context_ids, shifted_canvas_mask
 from .model import SlotWrite
 from .ops import CanvasSpec
 from .protocol import ProtocolError
@@ -184,6 +184,38 @@ class ModelRunner:
         ctx = self._encode(ids)
         ctx.last_id, ctx.ids = last, ids
         return ctx
+
+    @torch.inference_mode()
+    def encode_plain(self, ids: list[int], room: int = 64) -> EncodedContext:
+        """A context of plain text in reading order (no suffix, no markers), for scoring fills
+        left to right (candidate_scoring.py); cached and reused by token prefix like the
+        native one. Too long for the window (or the trained context), its start is cut in
+        PREFIX_TRIM_STEP steps, so consecutive keystrokes keep the cached start."""
+        budget = min(self.window, int(self.config.extra.get("context_tokens") or self.window)) - room
+        if len(ids) > budget:
+            start = -(-(len(ids) - budget) // PREFIX_TRIM_STEP) * PREFIX_TRIM_STEP
+            ids = ids[start:]
+        tensor, last = self._hold_out_last(torch.tensor(ids, dtype=torch.long))
+        ctx = self._encode(tensor)
+        ctx.last_id, ctx.ids = last, tensor
+        return ctx
+
+    @torch.inference_mode()
+    def score_rows(self, contexts: list[EncodedContext], tokens: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
+        """Logits [B, W, V] predicting each of `tokens` [B, W] (real up to lens[b]) from its
+        context and the tokens before it: a causal chain after each context (a shifted-logit
+        model: row 0 is the context's held-out token), whatever block size the canvas decodes in."""
+        b, width = tokens.shape
+        batch = self._stack_contexts(contexts, width)
+        ctx_lens, t_max = batch.lens, batch.t_max
+        last_ids = torch.tensor([c.last_id for c in contexts], dtype=torch.long, device=self.device)
+        ids = torch.cat((last_ids[:, None], tokens[:, : width - 1]), dim=1)  # row j predicts token j
+        rows = torch.arange(width, device=self.device)[None]
+        positions = ctx_lens[:, None] + rows
+        mask = shifted_canvas_mask(ctx_lens, t_max, rows.expand(b, -1), rows < lens[:, None])
+        logits, _ = self.model(ids, positions, mask=mask, past=[(k, v, t_max) for k, v in batch.kv])
+        self._batches.pop(tuple(c.serial for c in contexts), None)  # a one-off batch: no buffer kept
+        return logits
 
     def _encode(self, ids: torch.Tensor) -> EncodedContext:
         # The native canvas reads only the context's K/V, never the last token's hidden

@@ -37,6 +37,8 @@ class RequestState:
     pending_holes: list[int] = field(default_factory=list)  # not yet admitted
     context_tokens: int = 0
     cached_tokens: int = 0
+    candidates: int = 1  # best of N: `request` holds each of `holes` n times (candidates.py)
+    holes: list | None = None  # the caller's holes (None: request.holes)
 
     def __post_init__(self) -> None:
         self.results = [None] * len(self.request.holes)
@@ -62,6 +64,7 @@ class ActiveHole:
     canvas: torch.Tensor  # [L] token ids, mask where not yet committed
     max_tokens: int
     generator: torch.Generator | None
+    temperature: float = 0.0  # the request's, or a best-of-N copy's own (candidates.sampling_for)
     passes: int = 0
     committed_per_pass: list[int] = field(default_factory=list)
     remask_budget: int = 0

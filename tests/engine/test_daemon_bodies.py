@@ -124,6 +124,9 @@ def test_lone_surrogates_are_400_naming_the_field(client, path, raw, field):
     ({"prompt": [1, 2]}, "prompt"),
     ({"prompt": "x", "echo": True}, "echo"),
     ({"prompt": "x", "logprobs": 1}, "logprobs"),
+    ({"prompt": "x", "best_of": 9}, "best_of"),
+    ({"prompt": "x", "best_of": 2, "n": 2}, "best_of"),
+    ({"prompt": "x", "best_of": 2, "stream": True}, "best_of"),
     ({"suffix": "x"}, "prompt"),
 ])
 def test_bad_completion_bodies_are_400(client, body, field):
@@ -160,6 +163,12 @@ def test_good_bodies_keep_the_protocol_defaults(client):
     assert r.status_code == 200, r.text
     hole = client.engine.seen[-1].holes[0]
     assert (hole.prefix, hole.suffix, hole.stop, hole.max_tokens) == ("def f():", "", ("\n",), 16)
+    # OpenAI's best_of is best of N: N fills, one answer.
+    r = client.post("/v1/completions", json={"prompt": "def f():", "best_of": 3, "n": 1})
+    assert r.status_code == 200, r.text
+    assert client.engine.seen[-1].params.candidates == 3 and len(r.json()["choices"]) == 1
+    r = client.post("/v1/infill", json={"holes": [{"prefix": "x"}], "params": {"candidates": 9}})
+    assert r.status_code == 400 and "candidates" in r.json()["error"]["message"]
 
 
 def test_schemas_cover_every_protocol_field():

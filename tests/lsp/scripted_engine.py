@@ -28,6 +28,7 @@ class ScriptedEngine:
     rules: list[tuple[str, str]] = field(default_factory=list)
     prob: float = 0.9
     next_edit_requests: list = field(default_factory=list)
+    infill_requests: list = field(default_factory=list)
     model_name: str = "scripted"
 
     def __post_init__(self) -> None:
@@ -36,7 +37,8 @@ class ScriptedEngine:
     def fill(self, prefix: str) -> str:
         return next((text for key, text in self.rules if prefix.endswith(key)), "")
 
-    def submit(self, request, on_event=None):
+    def submit(self, request, on_event=None, on_settled=None):
+        self.infill_requests.append(request)
         future: Future = Future()
         future.set_result(InfillResult(request.request_id, [HoleResult(self.fill(h.prefix), "end", 1, 1)
                                                             for h in request.holes], self.model_name, 1.0))

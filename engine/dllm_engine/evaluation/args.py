@@ -27,6 +27,9 @@ def add_arguments(p) -> None:
     p.add_argument("--data-dir", default=str(DEFAULT_DATA_DIR))
     p.add_argument("--arms", default="all", help=f"'all' or a comma list of {sorted(ARM_KEYS)}")
     p.add_argument("--threshold", type=float, default=0.9, help="confidence threshold of the threshold arms")
+    p.add_argument("--candidates", default="1",
+                   help="best of N for every decoding arm, comma-separated to run each arm at several N side "
+                        "by side (e.g. 1,4; DiffusionParams.candidates)")
     p.add_argument("--canvas-cache", choices=("exact", "delayed"), default="exact",
                    help="the engine's canvas cache for every decoding arm (DiffusionParams.canvas_cache)")
     p.add_argument("--context-tokens", type=int, default=None, help="trim prefix+suffix to this many tokens")

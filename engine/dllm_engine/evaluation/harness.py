@@ -33,6 +33,7 @@ class Arm:
     line: bool = False  # stop at the first newline, as the server's single-line completions do
     canvas_cache: str = "exact"  # DiffusionParams.canvas_cache
     prefix_only: bool = False  # the suffix dropped: what the model gives without the code after the hole
+    candidates: int = 1  # best of N (DiffusionParams.candidates)
 
 
 LINE_BENCHMARKS = ("single-line", "heldout-line")
@@ -105,7 +106,8 @@ async def fill_one(client, task: Task, arm: Arm, trim: ContextTrimmer, max_token
         hole = Hole(prefix=prefix, suffix=suffix, max_tokens=n, bucket=n)
     else:
         hole = Hole(prefix=prefix, suffix=suffix, max_tokens=max_tokens, stop=("\n",) if arm.line else ())
-    request = InfillRequest(holes=[hole], params=DiffusionParams(threshold=arm.threshold, canvas_cache=arm.canvas_cache),
+    request = InfillRequest(holes=[hole], params=DiffusionParams(threshold=arm.threshold, canvas_cache=arm.canvas_cache,
+                                                                 candidates=arm.candidates),
                             priority="batch")
     t0 = time.perf_counter()
     result = await client.infill(request)

@@ -8,11 +8,13 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import sys
 import time
 from pathlib import Path
 
+from ..protocol import MAX_CANDIDATES
 from .args import ARM_KEYS
 from .harness import Arm, ContextTrimmer, default_arms, evaluate, outcome_dicts
 from .report import markdown, summarize
@@ -80,14 +82,21 @@ def collect_tasks(args) -> list:
     return tasks
 
 
-def pick_arms(spec: str, threshold: float, canvas_cache: str = "exact") -> list[Arm]:
+def pick_arms(spec: str, threshold: float, canvas_cache: str = "exact", candidates: str = "1") -> list[Arm]:
     arms = default_arms(threshold, canvas_cache)
-    if spec == "all":
-        return arms
+    if spec != "all":
+        try:
+            arms = [arms[ARM_KEYS[k.strip()]] for k in spec.split(",")]
+        except KeyError as exc:
+            raise SystemExit(f"dllm-lsp eval: unknown arm {exc}; choose from {sorted(ARM_KEYS)} or 'all'") from None
     try:
-        return [arms[ARM_KEYS[k.strip()]] for k in spec.split(",")]
-    except KeyError as exc:
-        raise SystemExit(f"dllm-lsp eval: unknown arm {exc}; choose from {sorted(ARM_KEYS)} or 'all'") from None
+        counts = [int(n) for n in candidates.split(",")]
+    except ValueError:
+        raise SystemExit(f"dllm-lsp eval: --candidates takes integers, got {candidates!r}") from None
+    if any(not 1 <= n <= MAX_CANDIDATES for n in counts):
+        raise SystemExit(f"dllm-lsp eval: --candidates must be in [1, {MAX_CANDIDATES}], got {candidates!r}")
+    return [arm if n == 1 or arm.empty else dataclasses.replace(arm, name=f"{arm.name}, best of {n}", candidates=n)
+            for arm in arms for n in (counts if not arm.empty else [1])]
 
 
 def main(args) -> int:
@@ -95,7 +104,7 @@ def main(args) -> int:
 
     torch.set_num_threads(args.threads)
     tasks = collect_tasks(args)
-    arms = pick_arms(args.arms, args.threshold, args.canvas_cache)
+    arms = pick_arms(args.arms, args.threshold, args.canvas_cache, args.candidates)
     tok = load_tokenizer(args.model if args.endpoint is None else None)
     trim = ContextTrimmer(tok, context_budget(args.model if args.endpoint is None else None, args.context_tokens))
     client = make_client(args)

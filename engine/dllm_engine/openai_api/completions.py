@@ -33,6 +33,7 @@ def sampling_params(body) -> DiffusionParams:
         top_p=d.top_p if body.top_p is None else body.top_p,
         seed=d.seed if body.seed is None else body.seed,
         remask_below=0.0,  # what is streamed must stay: no committed token is ever re-masked here
+        candidates=getattr(body, "best_of", None) or 1,  # completions only: chat has no best_of
     )
 
 

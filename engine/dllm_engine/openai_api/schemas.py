@@ -4,17 +4,18 @@ Strict like the native bodies (http_schemas.py: JSON `2.0` is not an integer), b
 unknown fields are ignored rather than refused: OpenAI clients send many we have
 no use for (`user`, `presence_penalty`, `metadata`...), and "change only the base
 URL" must hold. `null` means the default, as OpenAI's API reads it. What we cannot
-honour and a client would rely on (`echo`, `logprobs`, `best_of`) is refused with a
-400 naming it, never silently dropped.
+honour and a client would rely on (`echo`, `logprobs`, `best_of` with `n` > 1) is refused
+with a 400 naming it, never silently dropped.
 """
 
 from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..http_schemas import Seed, StopText, Text
+from ..protocol import MAX_CANDIDATES
 
 # OpenAI's own default when a completions body has no max_tokens.
 OPENAI_DEFAULT_MAX_TOKENS = 16
@@ -99,10 +100,20 @@ class CompletionBody(_Sampling):
 
     @field_validator("best_of")
     @classmethod
-    def _no_best_of(cls, value):
-        if value is not None and value != 1:
-            raise ValueError("best_of is not supported (send 1 or null; use n for several fills)")
+    def _best_of_range(cls, value):
+        if value is not None and not 1 <= value <= MAX_CANDIDATES:
+            raise ValueError(f"best_of must be in [1, {MAX_CANDIDATES}]")
         return value
+
+    @model_validator(mode="after")
+    def _best_of_alone(self):
+        # OpenAI's best_of returns the n best of best_of fills; ours keeps one (the model's best
+        # reading of fill + following code, candidates.py), and like OpenAI's it cannot stream.
+        if (self.best_of or 1) > 1 and (self.n or 1) > 1:
+            raise ValueError("best_of > 1 returns one fill per prompt: send n = 1 (or null) with it")
+        if (self.best_of or 1) > 1 and self.stream:
+            raise ValueError("best_of > 1 cannot be used with stream")
+        return self
 
     @property
     def prompts(self) -> list[str]:

@@ -1,0 +1,64 @@
+"""How likely the model finds a document with each candidate fill in its hole.
+
+Best of N (`DiffusionParams.candidates`, candidates.py) fills a hole several ways and keeps
+the fill under which the document reads best: the fill and the first tokens of the code
+after it, scored left to right by the model itself. A fill that leaves the suffix
+unexplained (an `if ...:` line followed by a dedent, a value computed and never used, a
+`return` before code that still runs) makes the suffix's first tokens unlikely, whatever
+the fill's own probability; this is where a base that was never trained to read a suffix
+still uses it.
+
+The score runs in the natural order, prefix then fill then suffix, over a context of the
+prefix up to its last line break: every candidate shares that context, it is cached like
+any other (typing on one line keeps it), and the rows of a candidate are its line's start,
+the fill and `SUFFIX_TOKENS` of the suffix, all in one causal pass.
+"""
+
+from __future__ import annotations
+
+import torch
+
+SUFFIX_TOKENS = 16  # the suffix's first tokens that vouch for a fill (the next line or two)
+
+
+def _anchor(prefix: str) -> int:
+    """Where the shared context ends: the prefix's last line break (a token boundary for every
+    byte-level tokenizer we load), so the rows of every candidate start at the same text."""
+    return max(prefix.rfind("\n"), 0)
+
+
+@torch.inference_mode()
+def score_fills(engine, prefix: str, suffix: str, fills: list[str],
+                suffix_tokens: int = SUFFIX_TOKENS) -> list[float]:
+    """Log-probability per fill of [the prefix's last line, the fill, the suffix's first
+    `suffix_tokens` tokens] given the prefix before that line, one batched causal pass.
+
+    Shifted-logit models only (a pretrained base in our layout: slot j read from the row
+    before it, so a causal row chain is the base's own left-to-right scoring)."""
+    runner, tok = engine.runner, engine.tokenizer
+    if not getattr(runner, "shifted", False):
+        raise ValueError("candidate scoring needs a shifted-logit model")
+    cfg = engine.loaded.config
+    cut = _anchor(prefix)
+    bos = [cfg.bos_token_id] if cfg.bos_token_id >= 0 else []
+    head = tok.encode(prefix[:cut]) if cut else []
+    if not bos and not head:  # a context needs a token to hold out: start the rows one later
+        head, cut = tok.encode(prefix[:1]), 1
+    ctx = runner.encode_plain(bos + head)
+    rows, lengths = [], []
+    for fill in fills:
+        start = len(prefix) + len(fill) - cut  # where the suffix starts in the rows' text
+        ids, offsets = tok.encode_with_offsets(prefix[cut:] + fill + suffix)
+        first_suffix = next((i for i, (s, _) in enumerate(offsets) if s >= start), len(ids))
+        ids = ids[: first_suffix + suffix_tokens]
+        rows.append(ids)
+        lengths.append(len(ids))
+    width = max(max(lengths), 1)
+    canvases = torch.full((len(fills), width), max(cfg.pad_token_id, 0), dtype=torch.long, device=runner.device)
+    for i, ids in enumerate(rows):
+        canvases[i, : len(ids)] = torch.tensor(ids, dtype=torch.long)
+    lens = torch.tensor(lengths, device=runner.device)
+    real = torch.arange(width, device=runner.device)[None] < lens[:, None]
+    logits = runner.score_rows([ctx] * len(fills), canvases, lens)
+    logp = logits.float().log_softmax(-1).gather(-1, canvases[..., None])[..., 0]
+    return [float(v) for v in (logp * real).sum(-1)]

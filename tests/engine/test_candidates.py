@@ -1,0 +1,110 @@
+"""Best of N (candidates.py, candidate_scoring.py) on a tiny random shifted-logit model decoded
+in blocks of 1 (the default model's decoding), fp32: the scores are a plain causal forward's,
+the fill kept is the best-scored of the copies the engine ran, and copy 0 is the fill without
+best of N. The shipped default model's own check is in tests/bases/test_candidates_default.py."""
+
+import math
+
+import pytest
+import torch
+
+from dllm_engine.candidate_scoring import SUFFIX_TOKENS, score_fills
+from dllm_engine.candidates import SAMPLE_PASSES_FACTOR, SAMPLE_PASSES_SLACK
+from dllm_engine.engine import Engine, EngineConfig
+from dllm_engine.layout import causal_mask
+from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest, ProtocolError
+
+PREFIX = "def count(items):\n    total = 0\n    for item in items:\n        "
+SUFFIX = "\n    return total\n\n\nprint(count([1, 2]))\n"
+
+
+@pytest.fixture(scope="module")
+def engine(tiny_shifted_model):
+    e = Engine(EngineConfig(model=str(tiny_shifted_model), threads=1, dtype="float32", weights="native"))
+    yield e
+    e.shutdown()
+
+
+def full_forward_score(e, prefix, fill, suffix):
+    """The same quantity from one causal forward over the whole text, no cache."""
+    tok, cfg = e.tokenizer, e.loaded.config
+    cut = prefix.rfind("\n")
+    head = ([cfg.bos_token_id] if cfg.bos_token_id >= 0 else []) + tok.encode(prefix[:cut])
+    ids, offsets = tok.encode_with_offsets(prefix[cut:] + fill + suffix)
+    start = len(prefix) + len(fill) - cut
+    first = next((i for i, (s, _) in enumerate(offsets) if s >= start), len(ids))
+    rows = ids[: first + SUFFIX_TOKENS]
+    full = torch.tensor(head + rows)[None]
+    with torch.inference_mode():
+        logits, _ = e.loaded.model(full, torch.arange(full.shape[1])[None], mask=causal_mask(0, full.shape[1], full.device))
+    logp = logits[0].float().log_softmax(-1)
+    return sum(float(logp[len(head) + j - 1, t]) for j, t in enumerate(rows))
+
+
+def test_fill_scores_are_the_models_own_left_to_right_reading(engine):
+    fills = ["total += item", "print(item)", "", "if item:\n            total += 1"]
+    with engine._runner_lock:
+        first = score_fills(engine, PREFIX, SUFFIX, fills)
+        again = score_fills(engine, PREFIX, SUFFIX, fills)  # the context now from the cache
+    want = [full_forward_score(engine, PREFIX, f, SUFFIX) for f in fills]
+    assert first == pytest.approx(want, abs=1e-3)
+    assert again == pytest.approx(want, abs=1e-3)
+    assert len(set(round(s, 3) for s in first)) == len(fills)  # the fills are told apart
+
+
+def _fill(engine, candidates=1, temperature=0.0, copies=1, seed=0):
+    hole = Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=12, stop=("\n",))
+    params = DiffusionParams(candidates=candidates, temperature=temperature, seed=seed)
+    return engine.infill(InfillRequest(holes=[hole] * copies, params=params), timeout=120)
+
+
+def test_best_of_n_keeps_the_best_scored_of_the_copies_it_ran(engine):
+    n = 4
+    best = _fill(engine, candidates=n).holes[0]
+    greedy = _fill(engine).holes[0]
+    # The copies as the engine ran them: copy 0 greedy, copies k sampled with seed index k; a
+    # sample that would still run SAMPLE_PASSES_* after the greedy fill ended was cut.
+    allowance = SAMPLE_PASSES_FACTOR * greedy.passes + SAMPLE_PASSES_SLACK
+    sampled = _fill(engine, temperature=0.8, copies=n).holes
+    kept = [h.text for h in sampled[1:] if h.passes - 1 < allowance]
+    texts = list(dict.fromkeys([greedy.text] + kept))
+    assert len(texts) > 1, "the samples should differ from the greedy fill on a random model"
+    with engine._runner_lock:
+        scores = score_fills(engine, PREFIX, SUFFIX, texts)
+    assert best.text == texts[max(range(len(texts)), key=lambda i: (scores[i], -i))]
+    assert greedy.passes + 1 <= best.passes <= math.ceil(allowance) + 1  # + the scoring pass
+
+
+def test_one_candidate_is_the_plain_fill_and_several_holes_keep_their_order(engine):
+    assert _fill(engine, candidates=1).holes[0].text == _fill(engine).holes[0].text
+    holes = [Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=8, stop=("\n",)),
+             Hole(prefix="x = [", suffix="]\n", max_tokens=6)]
+    many = engine.infill(InfillRequest(holes=holes, params=DiffusionParams(candidates=3)), timeout=120)
+    assert len(many.holes) == 2
+    alone = engine.infill(InfillRequest(holes=holes[1:], params=DiffusionParams(candidates=3)), timeout=120)
+    assert many.holes[1].text == alone.holes[0].text
+
+
+def test_best_of_n_is_refused_where_it_cannot_mean_anything(engine):
+    hole = Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=8)
+    for bad in (0, 9, 2.0, True):
+        with pytest.raises(ProtocolError, match="candidates"):
+            InfillRequest(holes=[hole], params=DiffusionParams(candidates=bad)).validate()
+    with pytest.raises(ProtocolError, match="stream"):
+        engine.submit(InfillRequest(holes=[hole], params=DiffusionParams(candidates=2), stream=True))
+    with pytest.raises(ProtocolError, match="stream"):
+        engine.submit(InfillRequest(holes=[hole], params=DiffusionParams(candidates=2)), on_settled=lambda e: None)
+    with pytest.raises(ProtocolError, match="256 fills"):
+        InfillRequest(holes=[hole] * 40, params=DiffusionParams(candidates=8)).validate()
+
+
+def test_a_model_not_scored_left_to_right_fills_once(tiny_model):
+    e = Engine(EngineConfig(model=str(tiny_model), threads=1, dtype="float32", weights="native"))
+    try:
+        assert not e.scores_candidates
+        hole = Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=8, stop=("\n",))
+        once = e.infill(InfillRequest(holes=[hole]), timeout=60).holes[0]
+        asked = e.infill(InfillRequest(holes=[hole], params=DiffusionParams(candidates=4)), timeout=60).holes[0]
+        assert asked == once
+    finally:
+        e.shutdown()

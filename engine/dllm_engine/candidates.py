@@ -26,8 +26,8 @@ log = logging.getLogger("dllm_engine")
 
 CANDIDATE_TEMPERATURE = 0.8  # the samples beside the greedy fill: varied, still mostly code
 # A sample still running this long after copy 0 finished is cut and does not compete: the
-# request waits at most this for its samples. Samples check no drafts (drafting.py is greedy),
-# so a sample as long as the greedy fill takes ~1.5x its passes.
+# request waits at most this for its samples (they check their drafts with draws, drafting.py,
+# but draws agree with a draft less often than the greedy choice does).
 SAMPLE_PASSES_FACTOR, SAMPLE_PASSES_SLACK = 1.5, 2
 
 

@@ -48,7 +48,7 @@ def end_allowed(canvas: torch.Tensor, valid: torch.Tensor, special: SpecialIds) 
     return left
 
 
-def _sample(logp: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator | None) -> torch.Tensor:
+def sample_tokens(logp: torch.Tensor, temperature: float, top_p: float, gen: torch.Generator | None) -> torch.Tensor:
     """Sample one token per slot from log-probs [L, V] already divided by temperature."""
     probs = logp.exp()
     if top_p < 1.0:
@@ -145,7 +145,7 @@ def _torch_stats(sub, rb, rl, tokens, conf, temperature, top_p, confidence_kind,
         if temperature[row] > 0:
             sel = (rb == row).nonzero().squeeze(-1)
             if sel.numel():
-                picked[sel] = _sample(sub[sel] - lse[sel, None], temperature[row], top_p[row], generators[row])
+                picked[sel] = sample_tokens(sub[sel] - lse[sel, None], temperature[row], top_p[row], generators[row])
     # Every kind is scaled to (0, 1] so one threshold means the same for all:
     # entropy as exp(-H), 1 for a certain slot.
     kind = [confidence_kind[row] for row in rb.tolist()]

@@ -8,7 +8,10 @@ model's own choice for the slot after it. A draft token is kept while it equals 
 model's greedy choice at its slot given the kept tokens before it, and the model's
 token at the first mismatch is committed too (speculative decoding's acceptance rule
 with the model as its own verifier). Greedy output is unchanged: every committed
-token is the one one-token-per-pass decoding would have committed.
+token is the one one-token-per-pass decoding would have committed. A sampling canvas
+(best of N's samples) checks with its own draws instead of the greedy choice: a draft
+token is kept while the draw at its slot equals it, so each kept token is a draw from
+the model given the tokens before it, as one token per pass would draw it.
 
 The drafts come from the text itself, as prompt-lookup decoding does: code repeats
 itself, and an infill's context holds both sides of the hole (the suffix comes first
@@ -79,8 +82,8 @@ def canvas_drafts(active: list, canvases: torch.Tensor, window: torch.Tensor, ma
     current = window.float().argmax(-1).tolist()
     any_draft = False
     for row, a in enumerate(active):
-        if a.temperature > 0 or a.context.ids is None:
-            continue  # sampling would need the rejection-sampling rule; not worth it here
+        if a.context.ids is None:
+            continue  # (a sampling canvas draws its checked tokens: Engine._accept_drafts)
         c, n = current[row], a.canvas.numel()
         room = min(limit, n - c - 1)
         if room <= 0 or int(window[row].sum()) != 1:

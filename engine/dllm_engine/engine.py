@@ -26,7 +26,7 @@ from .candidates import choose, expand, outlasted, sampling_for
 from .canvas_rules import advance, fill_tokens, forget_rewritten, remask, stop_token_mask
 from .checkpoint import LoadedModel, load
 from .context_cache import context_budget_bytes
-from .denoise import SpecialIds, denoise_pass
+from .denoise import SpecialIds, denoise_pass, sample_tokens
 from .draft_adapter import attach as attach_draft_adapter
 from .drafting import accepted_run, canvas_drafts, row_drafts
 from .cpu_features import native_bf16
@@ -540,7 +540,7 @@ class Engine:
         commit = out.commit | (masked & last_pass[:, None])  # the pass cap commits what is left
         new_canvases = torch.where(commit, out.tokens, canvases)
         if drafts is not None:
-            self._accept_drafts(drafts, draft_logits, checked, window, commit, new_canvases)
+            self._accept_drafts(drafts, draft_logits, checked, window, commit, new_canvases, active)
         if probes is not None:
             self._keep_row_drafts(active, probes, probe_logits, new_canvases)
         if window is not None and not delayed and hasattr(self.runner, "fold_committed"):
@@ -570,7 +570,7 @@ class Engine:
                 self._emit_settled(a)
         return finished
 
-    def _accept_drafts(self, drafts, draft_logits, checked, window, commit, new_canvases) -> None:
+    def _accept_drafts(self, drafts, draft_logits, checked, window, commit, new_canvases, active) -> None:
         """Commit, after each canvas's current slot, the model's greedy tokens for as long as the
         draft agreed with them (drafting.accepted_run), in place in `commit` / `new_canvases`.
         Slot c + j + 1's logits came from the row holding draft token j, so they hold only
@@ -578,8 +578,18 @@ class Engine:
         sub = draft_logits.float()
         if self.special.banned:
             sub[:, list(self.special.banned)] = float("-inf")
-        picks = sub.argmax(-1).tolist()  # row-major over `checked`
+        picks = sub.argmax(-1)  # row-major over `checked`
         rows_of = checked.nonzero(as_tuple=True)[0].tolist()
+        # A sampling canvas draws each checked slot's token from its own distribution instead
+        # (the same generator as its passes): a draft token is kept while the draws agree with
+        # it, which is a sample from the model exactly as one token per pass would be.
+        for row, a in enumerate(active):
+            if a.temperature > 0:
+                sel = torch.tensor([i for i, r in enumerate(rows_of) if r == row], dtype=torch.long)
+                if sel.numel():
+                    logp = (sub[sel] / a.temperature).log_softmax(-1)
+                    picks[sel.to(picks.device)] = sample_tokens(logp, a.temperature, a.params.top_p, a.generator)
+        picks = picks.tolist()
         current = window.float().argmax(-1).tolist()
         drafted = (drafts >= 0).sum(-1).tolist()
         at = 0

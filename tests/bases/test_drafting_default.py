@@ -44,13 +44,6 @@ def test_drafted_fills_equal_one_token_per_pass_alone_and_batched(engines):
     assert alone[0].passes < plain[0].passes / 2 and max(alone[0].committed_per_pass) > 2
 
 
-def test_drafting_is_off_for_sampled_fills(engines):
-    from dllm_engine.protocol import DiffusionParams
-
-    res = engines[8].infill(InfillRequest(holes=[HOLES[0]], params=DiffusionParams(temperature=0.7, seed=3))).holes[0]
-    assert all(n == 1 for n in res.committed_per_pass)
-
-
 def test_a_fill_keeps_its_batch_buffer_across_passes(engines, monkeypatch):
     """Blocks of 1: each pass's committed rows join the context right where the pass wrote
     them in the batch buffer, so the buffer is carried over (runner.carry_batch) instead of
@@ -106,3 +99,18 @@ def test_the_shipped_draft_rows_save_passes_and_change_no_token(engines):
     for p, r in zip(plain, rows):
         assert r.text == p.text and r.tokens == p.tokens
     assert sum(r.passes for r in rows) < sum(p.passes for p in plain)
+
+
+def test_a_sampling_canvas_checks_drafts_with_its_own_draws(engines):
+    """At a temperature low enough that every draw is the top token, a sampled fill with lookup
+    drafts is the greedy fill, in fewer passes than one token at a time (the drafts were checked
+    with the canvas's own draws, not skipped)."""
+    from dllm_engine.protocol import DiffusionParams
+
+    cold = DiffusionParams(temperature=1e-3, seed=3)
+    hole = HOLES[0]  # the text repeats itself: the lookup offers drafts
+    greedy = engines[0].infill(InfillRequest(holes=[hole])).holes[0]
+    drawn = engines[8].infill(InfillRequest(holes=[hole], params=cold)).holes[0]
+    one_at_a_time = engines[0].infill(InfillRequest(holes=[hole], params=cold)).holes[0]
+    assert drawn.text == greedy.text == one_at_a_time.text
+    assert drawn.passes < one_at_a_time.passes

@@ -7,7 +7,7 @@ import torch
 
 
 # The slot rules and the sampler are shared; what differs is the vocabulary-wide work.
-from dllm_engine.denoise import PassOutput, SpecialIds, _sample, end_allowed
+from dllm_engine.denoise import PassOutput, SpecialIds, end_allowed, sample_tokens
 
 
 def _stats(logp: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -50,7 +50,7 @@ def reference_denoise_pass(
     for row in range(b):  # sampling only for rows that asked for it; each with its own generator
         if temperature[row] > 0 and masked[row].any():
             slots = masked[row].nonzero().squeeze(-1)
-            tokens[row, slots] = _sample(logp[row, slots], temperature[row], top_p[row], generators[row])
+            tokens[row, slots] = sample_tokens(logp[row, slots], temperature[row], top_p[row], generators[row])
     chosen_p = logp.gather(-1, tokens[..., None]).squeeze(-1).exp()
     # Every kind is scaled to (0, 1] so one threshold means the same for all:
     # entropy as exp(-H), 1 for a certain slot.

@@ -46,3 +46,4 @@ def test_accepted_run_keeps_matches_and_the_first_differing_token():
     assert accepted_run([5, 6, 7], [4, 6]) == 1  # the first guess is wrong: the model's own token only
     assert accepted_run([5, 6, 7], [5, 0]) == 2  # one right guess: it and the model's next token
     assert accepted_run([5, 6, 7], [5, 6]) == 3  # the whole draft right: plus the token after it
+

@@ -48,6 +48,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=0.9)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--candidates", type=int, default=1, metavar="N",
+                   help="best of N per hole (1-8): N fills, the one the model reads best with the code after it")
     p.add_argument("--canvas-cache", choices=("exact", "delayed"), default="delayed",
                    help="delayed (default): keep committed slots' keys/values instead of recomputing them "
                         "every pass (fewer FLOPs per pass, approximate); exact: recompute every slot "
@@ -101,10 +103,12 @@ def run(args: argparse.Namespace) -> int:
             recipe = dataclasses.replace(recipe, max_tokens=args.max_tokens,
                                          rules=tuple(dataclasses.replace(r, max_tokens=None) for r in recipe.rules))
         params = DiffusionParams(threshold=args.threshold, temperature=args.temperature, seed=args.seed,
-                                 canvas_cache=args.canvas_cache)
+                                 canvas_cache=args.canvas_cache, candidates=args.candidates)
         params.validate()
         if not 1 <= args.batch_holes <= 64:
             raise ValueError("--batch-holes must be in [1, 64]")
+        if args.batch_holes * args.candidates > 256:
+            raise ValueError("--batch-holes x --candidates must be at most 256 (the engine's fills per request)")
         if args.max_tokens is not None and not 1 <= args.max_tokens <= 1024:
             raise ValueError("--max-tokens must be in [1, 1024]")
         if args.journal and not args.apply:

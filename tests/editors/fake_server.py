@@ -23,6 +23,7 @@ FAKE_COMPLETION = "return a + b"
 MULTILINE_TRIGGER = "MULTILINE"
 FAKE_MULTILINE = "total = a + b\n    return total"
 FAKE_ITEM = "dllm_fake_item"
+FAKE_INVOKED = "return b + a"  # offered instead when the client asked explicitly (triggerKind Invoked)
 REGENERATED = "regenerated_by_dllm"
 FILL_MARKER = "{{fill}}"  # the real server's default fillMarker
 FAKE_MODEL = "fake-model"
@@ -69,6 +70,8 @@ def inline_completion(ls: LanguageServer, params: types.InlineCompletionParams):
     publish_status()
     here = params.position
     text = FAKE_MULTILINE if MULTILINE_TRIGGER in doc.source else FAKE_COMPLETION
+    if params.context is not None and params.context.trigger_kind == types.InlineCompletionTriggerKind.Invoked:
+        text = FAKE_INVOKED
     return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=text, range=types.Range(here, here))])
 
 

@@ -53,6 +53,18 @@ local co = coroutine.create(function()
       log("accepted")
       result.line_after_accept = vim.api.nvim_get_current_line()
       result.cursor_after_accept = vim.api.nvim_win_get_cursor(0)
+      result.buffer_after_accept = lines()
+      -- A new line, its automatic ghost dismissed, then the suggest key: an explicit request.
+      vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<CR>", true, false, true), "n", false)
+      if env.DLLM_SUGGEST_KEY and wait_for(function() return ghost.shown() ~= nil end, ghost_timeout) then
+        result.automatic_ghost = ghost.shown()
+        vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<C-]>", true, false, true), "m", false)
+        wait_for(function() return ghost.shown() == nil end, 2000)
+        vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(env.DLLM_SUGGEST_KEY, true, false, true), "m", false)
+        if wait_for(function() return ghost.shown() ~= nil end, ghost_timeout) then
+          result.invoked_ghost = ghost.shown()
+        end
+      end
     end
   end
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<Esc>", true, false, true), "n", false)
@@ -73,7 +85,8 @@ if step_error then
   result.buffer = lines()
   return finish(false, step_error)
 end
-result.buffer_after_accept = lines()
+result.buffer_after_accept = result.buffer_after_accept or lines()
+vim.api.nvim_buf_set_lines(0, #result.buffer_after_accept, -1, true, {}) -- the suggest step's new line
 
 -- Commands: regenerate line 1 (the server answers with workspace/applyEdit).
 local commands = require("dllm.commands")

@@ -20,14 +20,17 @@ from editor_env import (  # noqa: E402
 )
 from nvim_run import NVIM_PARAMS, NVIMS, drive  # noqa: E402
 
-from fake_server import FAKE_COMPLETION, FAKE_MULTILINE, MULTILINE_TRIGGER, REGENERATED  # noqa: E402
+from fake_server import FAKE_COMPLETION, FAKE_INVOKED, FAKE_MULTILINE, MULTILINE_TRIGGER, REGENERATED  # noqa: E402
 
 
 @pytest.mark.parametrize("which", NVIM_PARAMS)
 def test_nvim_ghost_text_commands_health_with_fake_server(which, tmp_path, artifacts):
-    result = drive(NVIMS[which], server_cmd("fake"), tmp_path, artifacts, f"nvim-{which}-fake", 20000, 10000)
+    result = drive(NVIMS[which], server_cmd("fake"), tmp_path, artifacts, f"nvim-{which}-fake", 20000, 10000,
+                   extra_env={"DLLM_SUGGEST_KEY": "<M-\\>"})
     # Attached, showed the server's item as extmark ghost text, accepted it with <Tab>.
     assert result["ghost"] == FAKE_COMPLETION
+    # On a new line: the pause in typing asked as Automatic, the suggest key as Invoked.
+    assert result["automatic_ghost"] == FAKE_COMPLETION and result["invoked_ghost"] == FAKE_INVOKED
     assert result["extmarks"] == 1
     assert result["line_before_accept"] == "    "
     assert result["buffer_after_accept"] == ["def add(a, b):", "    " + FAKE_COMPLETION]

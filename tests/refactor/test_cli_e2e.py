@@ -97,3 +97,12 @@ def test_canvas_cache_exact_and_delayed_fill_the_same_holes(repo):
     assert all(h["passes"] >= 1 and (h["applied"] or h["reason"]) for r in reports.values() for h in r)
     bad = run_refactor(".", "--recipe", "fill-bodies", "--canvas-cache", "sometimes", cwd=repo)
     assert bad.returncode == 2 and "canvas-cache" in bad.stderr
+
+
+def test_candidates_are_checked_before_any_file_is_read(repo):
+    """Best of N multiplies the fills per request: a count the engine would refuse per chunk is a
+    usage error up front."""
+    for args, said in ((("--candidates", "9"), "candidates"),
+                       (("--candidates", "8", "--batch-holes", "64"), "--batch-holes x --candidates")):
+        bad = run_refactor(".", "--recipe", "fill-bodies", *args, cwd=repo)
+        assert bad.returncode == 2 and said in bad.stderr, bad.stderr

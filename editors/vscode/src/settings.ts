@@ -45,7 +45,7 @@ export function initializationOptions(get: SettingGetter): InitializationOptions
     diagnostics: get("diagnostics"),
     context: pick(get, "context", ["prefixTokens", "suffixTokens", "snippetTokens"]),
     languages: get("languages"),
-    diffusion: pick(get, "diffusion", ["threshold", "temperature", "confidence", "seed", "maxPasses"]),
+    diffusion: pick(get, "diffusion", ["threshold", "temperature", "confidence", "seed", "maxPasses", "invokedCandidates"]),
     fillMarker: get("fillMarker"),
     nextEdit: pick(get, "nextEdit", ["enabled", "maxLines", "minConfidence", "debounceMs"]),
   };

@@ -17,6 +17,7 @@ test("settings map to the server's camelCase initializationOptions", () => {
     languages: { python: true, go: false },
     "diffusion.threshold": 0.8,
     "diffusion.seed": 3,
+    "diffusion.invokedCandidates": 2,
     fillMarker: "TODO",
     "nextEdit.enabled": true,
     "nextEdit.minConfidence": 0.5,
@@ -31,7 +32,7 @@ test("settings map to the server's camelCase initializationOptions", () => {
     diagnostics: true,
     context: { prefixTokens: 512 },
     languages: { python: true, go: false },
-    diffusion: { threshold: 0.8, seed: 3 },
+    diffusion: { threshold: 0.8, seed: 3, invokedCandidates: 2 },
     fillMarker: "TODO",
     nextEdit: { enabled: true, minConfidence: 0.5 },
   });

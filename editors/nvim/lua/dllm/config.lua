@@ -29,6 +29,9 @@ M.defaults = {
   keymaps = {
     accept = "<Tab>",
     dismiss = "<C-]>",
+    -- Ask for a suggestion now: an explicit request, which the server fills best of N
+    -- (settings.diffusion.invokedCandidates); before 0.12 only (0.12 draws its own).
+    suggest = "<M-\\>",
     -- Normal-mode keys for a next-edit proposal (see next_edit.lua).
     accept_edit = "<Tab>",
     jump_edit = "<S-Tab>",

@@ -84,7 +84,8 @@ local function ghost_from(result, bufnr, row, col, encoding)
   return { row = row, start_col = start_col, end_col = math.max(end_col, col), cursor_col = col, text = text, shown = shown }
 end
 
-function M.request(bufnr)
+-- `invoked`: the user asked (the suggest key), not a pause in typing.
+function M.request(bufnr, invoked)
   local b = marks.buffers[bufnr]
   local client = b and vim.lsp.get_client_by_id(b.client_id)
   if not client or not vim.api.nvim_get_mode().mode:match("^i") then
@@ -92,7 +93,7 @@ function M.request(bufnr)
   end
   local win = vim.api.nvim_get_current_win()
   local params = vim.lsp.util.make_position_params(win, client.offset_encoding)
-  params.context = { triggerKind = 2 } -- Automatic
+  params.context = { triggerKind = invoked and 1 or 2 } -- Invoked / Automatic
   local tick = vim.api.nvim_buf_get_changedtick(bufnr)
   local cursor = vim.api.nvim_win_get_cursor(win)
   lsp.request(client, "textDocument/inlineCompletion", params, function(err, result)
@@ -113,6 +114,18 @@ end
 
 local function schedule(bufnr)
   marks:debounce(bufnr, config.options.ghost_text.debounce_ms, function() M.request(bufnr) end)
+end
+
+-- Ask now, as the user's own request; false when Neovim draws ghost text itself
+-- (0.12+) or no server is attached to the buffer.
+function M.suggest(bufnr)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  if M.native or not marks.buffers[bufnr] then
+    return false
+  end
+  marks.buffers[bufnr].timer:stop() -- a pending automatic request is superseded
+  M.request(bufnr, true)
+  return true
 end
 
 -- Insert the shown item; false when there was nothing to accept.

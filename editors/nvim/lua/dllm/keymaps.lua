@@ -18,6 +18,13 @@ function M.attach(bufnr)
       end
     end, { buffer = bufnr, desc = "dllm: accept ghost text" })
   end
+  if keys.suggest then
+    vim.keymap.set("i", keys.suggest, function()
+      if not ghost.suggest(bufnr) then
+        feed(keys.suggest)
+      end
+    end, { buffer = bufnr, desc = "dllm: suggest now (best of N)" })
+  end
   if keys.dismiss then
     vim.keymap.set("i", keys.dismiss, function()
       if not ghost.dismiss(bufnr) then

@@ -1,7 +1,7 @@
 """Fill the marked hole of each example in examples/holes/ with a model and run the example's
 own checks on the result (the same check the original line passes).
 
-    .venv/bin/python examples/check_holes.py [--model default] [--need 4] [--candidates 4]
+    .venv/bin/python examples/check_holes.py [--model default] [--need 4] [--candidates 2]
 
 Each example is a complete program whose hole line ends in `# <hole>`: the code after that
 line's indentation is cut out (the cursor sits after the indentation, as in an editor), the
@@ -46,7 +46,7 @@ def main() -> int:
     ap.add_argument("--model", default="default")
     ap.add_argument("--need", type=int, default=4, help="examples that must pass (of 6)")
     ap.add_argument("--weights", choices=("native", "int8"), default="native")
-    ap.add_argument("--candidates", type=int, default=4,
+    ap.add_argument("--candidates", type=int, default=2,
                     help="best of N, as `dllm-lsp infill` asks (1: the plain fill, as typing gets)")
     args = ap.parse_args()
     from dllm_engine.engine import Engine, EngineConfig

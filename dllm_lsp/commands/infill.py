@@ -30,9 +30,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--threshold", type=float, default=0.9)
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--candidates", type=int, default=4, choices=range(1, 9), metavar="N",
+    p.add_argument("--candidates", type=int, default=2, choices=range(1, 9), metavar="N",
                    help="best of N: fill N ways, keep the fill the model reads best with the code after it "
-                        "(1-8, default 4; models not scored left to right fill once)")
+                        "(1-8, default 2; models not scored left to right fill once)")
     p.add_argument("--print-file", action="store_true", help="print the whole filled file")
     p.add_argument("--json", action="store_true", help="print the engine's result as JSON")
     p.add_argument("-v", "--verbose", action="store_true", help="tracebacks for checkpoint errors")

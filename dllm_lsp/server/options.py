@@ -49,7 +49,7 @@ class DiffusionOptions:
     # Best of N for completions the user asked for (an invoked inline completion, a range
     # edit): the engine fills the hole this many ways and keeps the one the model reads best
     # with the code after it. Typing-triggered completions fill once (latency first).
-    invoked_candidates: int = 4
+    invoked_candidates: int = 2
 
 
 @dataclass

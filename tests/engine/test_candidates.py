@@ -108,3 +108,10 @@ def test_a_model_not_scored_left_to_right_fills_once(tiny_model):
         assert asked == once
     finally:
         e.shutdown()
+
+
+def test_a_deadline_answers_once_per_hole_with_the_plain_fill_so_far(engine):
+    hole = Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=64)
+    res = engine.infill(InfillRequest(holes=[hole, hole], params=DiffusionParams(candidates=4), deadline_s=0.001),
+                        timeout=60)
+    assert len(res.holes) == 2 and all(h.finish_reason == "deadline" for h in res.holes)

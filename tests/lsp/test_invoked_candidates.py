@@ -49,11 +49,11 @@ async def test_invoked_inline_completions_ask_for_best_of_n(client, scripted):
 
 def test_the_setting_is_checked_and_many_holes_share_the_fill_budget():
     opts, errors = parse_options({"diffusion": {"invokedCandidates": 9}})
-    assert errors and "invokedCandidates" in errors[0] and opts.diffusion.invoked_candidates == 4
-    opts, errors = parse_options({"diffusion": {"invokedCandidates": 2}})
+    assert errors and "invokedCandidates" in errors[0] and opts.diffusion.invoked_candidates == 2
+    opts, errors = parse_options({"diffusion": {"invokedCandidates": 3}})
     assert not errors
     assert request_for([Hole(prefix="x")], opts).params.candidates == 1
-    assert request_for([Hole(prefix="x")], opts, invoked=True).params.candidates == 2
-    many = request_for([Hole(prefix="x")] * 200, opts, invoked=True)
-    many.validate()  # 200 holes x 2 fills would be over the engine's 256 per request
-    assert many.params.candidates == 1
+    assert request_for([Hole(prefix="x")], opts, invoked=True).params.candidates == 3
+    many = request_for([Hole(prefix="x")] * 100, opts, invoked=True)
+    many.validate()  # 100 holes x 3 fills would be over the engine's 256 per request
+    assert many.params.candidates == 2

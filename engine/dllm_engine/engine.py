@@ -571,8 +571,9 @@ class Engine:
         return finished
 
     def _accept_drafts(self, drafts, draft_logits, checked, window, commit, new_canvases, active) -> None:
-        """Commit, after each canvas's current slot, the model's greedy tokens for as long as the
-        draft agreed with them (drafting.accepted_run), in place in `commit` / `new_canvases`.
+        """Commit, after each canvas's current slot, the model's greedy tokens (a sampling
+        canvas's draws) for as long as the draft agreed with them (drafting.accepted_run), in
+        place in `commit` / `new_canvases`.
         Slot c + j + 1's logits came from the row holding draft token j, so they hold only
         while every draft token before them matched the model's choice."""
         sub = draft_logits.float()

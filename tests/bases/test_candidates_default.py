@@ -1,5 +1,7 @@
-"""Best of N on the shipped default model, on the holes of examples/holes/. The fill kept must leave a file that compiles, and never
-score below the plain fill (the model's own left-to-right reading with the next lines)."""
+"""Best of N on the shipped default model, on the holes of examples/holes/: the fill kept never
+reads worse than the plain fill (the model's own left-to-right reading of fill + next lines),
+and on a real model it is not always the plain fill. fp32, so copy 0 of a best-of-N batch is
+exactly the plain fill (bf16 sums may differ with the batch's shape)."""
 
 import sys
 from pathlib import Path
@@ -14,13 +16,25 @@ sys.path.insert(0, str(EXAMPLES))
 from check_holes import HOLES, cut  # noqa: E402
 
 
-@pytest.mark.parametrize("name", sorted(p.name for p in HOLES.glob("*.py")))
-def test_the_kept_fill_reads_with_the_suffix(base_engine, name):
-    prefix, _, suffix = cut((HOLES / name).read_text())
-    hole = Hole(prefix=prefix, suffix=suffix, max_tokens=48, stop=("\n",))
-    plain = base_engine.infill(InfillRequest(holes=[hole]), timeout=120).holes[0].text
-    best = base_engine.infill(InfillRequest(holes=[hole], params=DiffusionParams(candidates=4)), timeout=120).holes[0].text
-    compile(prefix + best + suffix, name, "exec")  # a block opener before a dedent, say, would not
-    with base_engine._runner_lock:
-        mine, theirs = score_fills(base_engine, prefix, suffix, [best, plain])
-    assert mine >= theirs - 1e-3
+@pytest.fixture(scope="module")
+def engine():
+    from dllm_engine.engine import Engine, EngineConfig
+
+    e = Engine(EngineConfig(model="default", threads=1, dtype="float32"))
+    yield e
+    e.shutdown()
+
+
+def test_the_kept_fill_reads_at_least_as_well_as_the_plain_one(engine):
+    changed = 0
+    for path in sorted(HOLES.glob("*.py")):
+        prefix, _, suffix = cut(path.read_text())
+        hole = Hole(prefix=prefix, suffix=suffix, max_tokens=48, stop=("\n",))
+        plain = engine.infill(InfillRequest(holes=[hole]), timeout=120).holes[0].text
+        best = engine.infill(InfillRequest(holes=[hole], params=DiffusionParams(candidates=4)),
+                             timeout=120).holes[0].text
+        with engine._runner_lock:
+            kept, own = score_fills(engine, prefix, suffix, [best, plain])
+        assert kept >= own - 1e-3, (path.name, best, plain)
+        changed += best != plain
+    assert changed >= 1, "best of 4 kept the plain fill on every example: the samples never won"

@@ -48,3 +48,14 @@ def test_a_streamed_fill_of_the_default_model_joins_to_the_plain_one(client):
     if plain.usage.completion_tokens >= 8:
         assert len(chunks) >= 2  # settled text arrives as the denoiser commits it, not at the end
     assert plain.usage.prompt_tokens > 0 and plain.usage.completion_tokens > 0
+
+
+def test_best_of_through_the_sdk_is_one_choice_and_refused_with_a_stream(client):
+    kw = dict(model="mercury-2", prompt=PROMPT, suffix=SUFFIX, max_tokens=16, stop=["\n"])
+    best = client.completions.create(best_of=2, **kw)
+    assert len(best.choices) == 1 and best.choices[0].finish_reason in ("stop", "length")
+    assert best.usage.completion_tokens >= 0
+    with pytest.raises(openai.BadRequestError, match="best_of"):
+        client.completions.create(best_of=2, stream=True, **kw)
+    with pytest.raises(openai.BadRequestError, match="best_of"):
+        client.completions.create(best_of=3, n=2, **kw)

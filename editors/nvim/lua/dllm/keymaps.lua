@@ -9,29 +9,22 @@ local function feed(key)
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(key, true, false, true), "n", false)
 end
 
+-- `key` runs `act(bufnr)`; when that finds nothing to act on, the key does what it did before.
+local function map(bufnr, key, act, desc)
+  if key then
+    vim.keymap.set("i", key, function()
+      if not act(bufnr) then
+        feed(key)
+      end
+    end, { buffer = bufnr, desc = desc })
+  end
+end
+
 function M.attach(bufnr)
   local keys = config.options.keymaps
-  if keys.accept then
-    vim.keymap.set("i", keys.accept, function()
-      if not ghost.accept(bufnr) then
-        feed(keys.accept)
-      end
-    end, { buffer = bufnr, desc = "dllm: accept ghost text" })
-  end
-  if keys.suggest then
-    vim.keymap.set("i", keys.suggest, function()
-      if not ghost.suggest(bufnr) then
-        feed(keys.suggest)
-      end
-    end, { buffer = bufnr, desc = "dllm: suggest now (best of N)" })
-  end
-  if keys.dismiss then
-    vim.keymap.set("i", keys.dismiss, function()
-      if not ghost.dismiss(bufnr) then
-        feed(keys.dismiss)
-      end
-    end, { buffer = bufnr, desc = "dllm: dismiss ghost text" })
-  end
+  map(bufnr, keys.accept, ghost.accept, "dllm: accept ghost text")
+  map(bufnr, keys.suggest, ghost.suggest, "dllm: suggest now (best of N)")
+  map(bufnr, keys.dismiss, ghost.dismiss, "dllm: dismiss ghost text")
 end
 
 return M

@@ -32,24 +32,25 @@ ARENAS = 2
 MMAP_THRESHOLD = 256 * 1024  # glibc's default is 128 KB, raised as blocks are freed
 
 
-def limit_arenas(arenas: int = ARENAS) -> bool:
-    """True when glibc took the limit; False elsewhere (musl, macOS) or when the user set one."""
-    if os.environ.get("MALLOC_ARENA_MAX") or not sys.platform.startswith("linux"):
+def _mallopt(env: str, param: int, value: int) -> bool:
+    """glibc's mallopt(param, value), unless the user set `env` (glibc reads it at start)
+    or this is not glibc's Linux (musl, macOS): True when glibc took the value."""
+    if os.environ.get(env) or not sys.platform.startswith("linux"):
         return False
     try:
-        return bool(ctypes.CDLL(None).mallopt(M_ARENA_MAX, arenas))
+        return bool(ctypes.CDLL(None).mallopt(param, value))
     except (OSError, AttributeError):
         return False
+
+
+def limit_arenas(arenas: int = ARENAS) -> bool:
+    """True when glibc took the limit; False elsewhere (musl, macOS) or when the user set one."""
+    return _mallopt("MALLOC_ARENA_MAX", M_ARENA_MAX, arenas)
 
 
 def fix_mmap_threshold(threshold: int = MMAP_THRESHOLD) -> bool:
     """True when glibc took the threshold; False elsewhere or when the user set one."""
-    if os.environ.get("MALLOC_MMAP_THRESHOLD_") or not sys.platform.startswith("linux"):
-        return False
-    try:
-        return bool(ctypes.CDLL(None).mallopt(M_MMAP_THRESHOLD, threshold))
-    except (OSError, AttributeError):
-        return False
+    return _mallopt("MALLOC_MMAP_THRESHOLD_", M_MMAP_THRESHOLD, threshold)
 
 
 def tune_malloc() -> None:

@@ -95,7 +95,12 @@ class Int4Linear(nn.Module):
 
 
 class Int8RowLinear(nn.Module):
-    """y = x W^T with W int8 per output row (the LM head: tied to the embedding, not Q4_1)."""
+    """y = x W^T with W int8 per output row (the LM head: tied to the embedding, not Q4_1).
+
+    From DENSE_ROWS rows on it multiplies with the dense weights, as Int4Linear does: torch's
+    int8 kernel is a GEMV at heart (128 rows of SmolLM2's 49,152-row head took 127 ms through
+    it, ~25 ms through oneDNN's bf16 GEMM), and a scoring pass or a next-edit stream asks for
+    the logits of a hundred rows and more."""
 
     def __init__(self, weight: torch.Tensor, packed: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
         super().__init__()
@@ -107,9 +112,13 @@ class Int8RowLinear(nn.Module):
         self.register_buffer("q", packed[0])
         self.register_buffer("scale", packed[1].to(dtype))
         self.out_features = weight.shape[0]
+        # The model's own tensor (a tied head's is the embedding, which stays loaded anyway), not a buffer.
+        self.dense = weight.detach()
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         shape = x.shape
+        if x.numel() // shape[-1] >= DENSE_ROWS:
+            return row_buckets.linear(x, self.dense.to(x.dtype))
         flat = x.reshape(-1, shape[-1]).to(self.scale.dtype).contiguous()
         y = torch.ops.aten._weight_int8pack_mm(flat, self.q, self.scale)
         return y.reshape(*shape[:-1], self.out_features).to(x.dtype)

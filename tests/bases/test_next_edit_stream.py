@@ -3,6 +3,7 @@ shares one cached context between the scoring window and every span.
 
 fp32, so "the same tokens" is exact (bf16 GEMMs may round differently with more rows)."""
 
+import dataclasses
 import math
 
 import pytest
@@ -126,3 +127,50 @@ def test_stale_uses_are_read_as_the_new_name_together_at_the_models_probability(
         probs.append(next(p for s, e, p, _ in scored if s >= b))  # the token it joins
         expected = math.exp(sum(math.log(p) for p in probs) / len(probs))
         assert fill.confidence == pytest.approx(expected, rel=1e-3)
+
+
+def test_scoring_stops_before_until_and_the_text_before_the_edit_is_read_only_when_a_token_is_suspect(engine):
+    lo, hi = RENAMED.index("def count_words"), RENAMED.index("def main")
+    region = RENAMED[lo:hi]
+    rp = RegionPass(engine, RENAMED[:lo], region, RENAMED[hi:])
+    until = region.index("with open")
+    scored = rp.score(region, 0, 500, until=until)
+    assert scored and all(s < until for s, _, _, _ in scored)
+    assert scored[-1][1] >= until - 1  # every token up to there
+    from dllm_engine.next_edit import streamed
+
+    at = RENAMED.index("least")
+    request = NextEditRequest(document=RENAMED, edits=[RecentEdit(offset=at, removed="minimum", inserted="least")],
+                              region_start_line=RENAMED[:lo].count("\n"), region_end_line=RENAMED[:hi].count("\n"),
+                              cursor=at + 5, suspicious_below=1e-12)
+    rp = RegionPass(engine, RENAMED[:lo], region, RENAMED[hi:], origin=lo)
+    assert streamed.score_after_edit(rp, RENAMED, lo, hi, request) == []
+    assert rp.forwards == 1  # nothing under the threshold: the old text is not scored at all
+    rp = RegionPass(engine, RENAMED[:lo], region, RENAMED[hi:], origin=lo)
+    loose = streamed.score_after_edit(rp, RENAMED, lo, hi, dataclasses.replace(request, suspicious_below=0.5))
+    assert rp.forwards == 2 and all(lo <= s and e <= hi and p < 0.5 for s, e, p, _ in loose)
+
+
+def test_a_call_far_from_the_renamed_def_reads_the_edit_first_and_follows_it(engine, monkeypatch):
+    """The region is around the call (the server's jump: the def is out of its reach); the
+    stream reads the edited `def` line ahead of its context, so the new name is there to copy:
+    the model's probability of it is ~10x what it is without (0.077 vs 0.0074 here)."""
+    from dllm_engine.next_edit import service
+    from dllm_engine.next_edit.spans import edit_seeds, region_bounds
+
+    filler = "".join(f"def helper_{i}(x):\n    return x + {i}\n\n\n" for i in range(30))
+    doc = ("def count_tokens(path):\n    with open(path) as fh:\n        return len(fh.read().split())\n\n\n"
+           + filler + "def main():\n    print(count_words('a.txt'))\n")
+    request = NextEditRequest(document=doc, edits=[RecentEdit(offset=4, removed="count_words", inserted="count_tokens")],
+                              region_start_line=doc.count("\n") - 2, region_end_line=doc.count("\n"),
+                              cursor=doc.index("count_words"))
+    lo, hi = region_bounds(doc, request.region_start_line, request.region_end_line)
+    assert lo - service.STREAM_PREFIX_CHARS > 4  # the stream's own context does not reach the def
+    seeds = edit_seeds(doc, request.edits, lo, hi)
+    assert service._unseen_edit(doc, lo, request.last_edit, seeds) == "def count_tokens(path):\n"
+    read = engine.next_edit(request)
+    assert [(s.original, s.new) for s in read.spans] == [("count_words", "count_tokens")]
+    monkeypatch.setattr(service, "_unseen_edit", lambda *a: "")
+    unread = engine.next_edit(request)
+    assert [s.new for s in unread.spans] == ["count_tokens"]  # the same suggestion, read as the edit says
+    assert read.spans[0].confidence > 5 * unread.spans[0].confidence

@@ -94,3 +94,19 @@ def test_many_rows_multiply_with_the_dense_weights_they_were_built_from():
     assert torch.equal(lin(many), F.linear(many, w))  # a context's prefill: oneDNN's GEMM, not the int4 kernel
     few = many[: weight_only.DENSE_ROWS - 1]
     torch.testing.assert_close(lin(few).float(), F.linear(few.float(), w.float()), rtol=2e-2, atol=2e-2)
+
+
+def test_the_head_multiplies_many_rows_with_its_dense_weights():
+    """A scoring pass asks for a hundred rows of logits: oneDNN's GEMM on the head's own (tied)
+    weights, not the int8 kernel, which is a GEMV at heart (127 ms vs ~25 ms for 128 rows of
+    SmolLM2's head)."""
+    from dllm_engine import weight_only
+
+    w = torch.randn(200, 64).bfloat16()
+    head = Int8RowLinear(w)
+    assert head.dense is not None and head.dense.data_ptr() == w.data_ptr()  # no copy of the weights
+    many = torch.randn(3, weight_only.DENSE_ROWS, 64, dtype=torch.bfloat16)
+    assert torch.equal(head(many), F.linear(many, w))
+    few = many[0, : weight_only.DENSE_ROWS - 1]
+    want = F.linear(few.float(), w.float())
+    assert (head(few).float() - want).abs().max() <= 0.03 * want.abs().max()  # the int8 kernel's rounding

@@ -66,9 +66,16 @@ def test_region_grows_to_the_enclosing_function_and_to_renamed_uses():
     at = renamed.index("surface(")
     region = editable_region(renamed, tree, PY, at, at + 7, max_lines=40, renamed={"area"})
     assert region.end_line >= 11 and [renamed[s:e] for s, e in region.uses] == ["area"]
-    # The cap wins over both.
+    # The cap wins over both: the call is out of the edit's reach, so the region is the window
+    # around the call (the next edit is there; the client offers to jump to it).
     region = editable_region(renamed, tree, PY, at, at + 7, max_lines=5, renamed={"area"})
-    assert region.end_line - region.start_line <= 5 and region.start_line <= 3 < region.end_line
+    call_row = renamed[:renamed.index("area(2")].count("\n")
+    assert region.end_line - region.start_line <= 5 and region.start_line <= call_row < region.end_line
+    assert region.start_line > renamed[:at].count("\n") and [renamed[s:e] for s, e in region.uses] == ["area"]
+    # Nothing left to follow up: the region stays at the edit.
+    done = renamed.replace("area(2", "surface(2")
+    region = editable_region(done, ts_parse(done, PY), PY, at, at + 7, max_lines=5, renamed={"area"})
+    assert region.start_line <= renamed[:at].count("\n") < region.end_line and region.uses == ()
 
 
 def test_uses_in_strings_and_comments_are_not_identifiers():
@@ -145,6 +152,26 @@ def test_a_long_file_is_sent_as_a_window_around_the_region():
     region = "".join(lines[request.region_start_line:request.region_end_line])
     assert "def f1000(value):\n    return x + 1000\n" in region
     assert text[base:base + len(request.document)] == request.document
+
+
+def test_a_function_renamed_far_from_its_calls_gets_the_region_around_the_nearest_call():
+    """The call is out of the edit's window (thousands of lines away): the request's region is
+    around the call, its window still holds the edit (the engine seeds the stale use from it)."""
+    from dllm_engine.protocol import DiffusionParams
+    from dllm_lsp.server.next_edit.pipeline import plan_request
+
+    filler = "".join(f"def f{i}(x):\n    return x + {i}\n\n\n" for i in range(400))
+    body = "def area(w, h):\n    return w * h\n\n\n" + filler + "def main():\n    print(area(2, 3))\n"
+    at = body.index("area")
+    text = body[:at] + "surface" + body[at + 4:]
+    request, base, last, removed = plan_request(text, ts_parse(text, PY), PY, [Edit(at, "area", "surface")], None, 60,
+                                                DiffusionParams())
+    request.validate()
+    lines = request.document.splitlines(keepends=True)
+    region = "".join(lines[request.region_start_line:request.region_end_line])
+    assert "print(area(2, 3))" in region and "def surface" not in region
+    assert request.document[request.edits[-1].offset:].startswith("surface") and removed == {"area"}
+    assert [request.document[s.start:s.end] for s in request.spans] == ["area"] and request.spans_are_uses
 
 
 def test_doubtful_spans_are_left_out_and_the_rest_stands():

@@ -62,6 +62,11 @@ def _windowed_request(request_cls, text: str, edits: list[Edit], region, cursor:
     base = text.rfind("\n", 0, max(0, region_lo - CONTEXT_BEFORE)) + 1 if region_lo > CONTEXT_BEFORE else 0
     stop = text.find("\n", region_hi + CONTEXT_AFTER)
     stop = len(text) if stop < 0 else stop + 1
+    if edits:  # a region away from the edit (its uses out of the edit's reach): the edit is still the request's
+        newest = edits[-1]
+        base = min(base, text.rfind("\n", 0, newest.offset) + 1)
+        end = text.find("\n", newest.offset + len(newest.inserted))
+        stop = max(stop, len(text) if end < 0 else end + 1)
     window = text[base:stop]
     first_line = text.count("\n", 0, base)
     kept = [RecentEdit(e.offset - base, e.removed, e.inserted) for e in edits

@@ -171,33 +171,55 @@ def editable_region(text: str, tree: Any, spec: Any, edit_start: int, edit_end: 
                     written: set[str] = frozenset()) -> Region:
     """`renamed`: names the edit replaced (their uses grow the region and are spans to re-mask);
     `reach`: names whose uses only grow the region (the calls of a function given a parameter);
-    `written`: the names the edit wrote (where the new name is bound tells a local's scope)."""
-    n_lines = text.count("\n") + 1
-    first = text.count("\n", 0, edit_start)
-    last = text.count("\n", 0, max(edit_start, edit_end))
-    lo, hi = max(0, first - WINDOW_LINES), min(n_lines - 1, last + WINDOW_LINES)
-    if tree is not None and spec is not None:
-        rows = _enclosing_rows(tree, spec, text, edit_start, edit_end, max_lines)
-        if rows is not None:
-            lo, hi = min(lo, rows[0]), max(hi, rows[1])
-    else:  # no grammar: a plain window of lines, as wide as allowed
-        half = max(WINDOW_LINES, (max_lines - (last - first + 1)) // 2)
-        lo, hi = max(0, first - half), min(n_lines - 1, last + half)
-    lo, hi = _cap(lo, hi, first, last, max_lines)
+    `written`: the names the edit wrote (where the new name is bound tells a local's scope).
+
+    When no use the edit left behind fits in the window around the edit (a function renamed at
+    its `def`, its calls further than the cap), the region is the window around the nearest
+    one instead: the next edit is there, and the client offers to jump to it."""
     scope = rename_scope(tree, spec, text, edit_start, edit_end, set(renamed) | set(written))
     # A function or class still defined under the old name is not renamed: the edit called another
     # one here (`_v(x)` -> `rgb_to_yiq(x)`), and the other calls of the old one stay right.
     renamed = set(renamed) - still_defined(text, tree, spec, set(renamed))
     uses = renamed_uses(text, tree, set(renamed), (edit_start, edit_end), scope) if renamed else []
     reached = renamed_uses(text, tree, set(reach), (edit_start, edit_end)) if reach else []
-    for start, _ in sorted(uses + reached, key=lambda u: abs(text.count("\n", 0, u[0]) - first)):
-        row = text.count("\n", 0, start)
+    calls = call_arguments(text, tree, set(reach), (edit_start, edit_end)) if reach else []
+    lo, hi = _grown(text, tree, spec, edit_start, edit_end, max_lines, uses + reached)
+    inside = _rows_within(text, uses, lo, hi)
+    arguments = _rows_within(text, calls, lo, hi)
+    if not inside and not arguments and (uses or calls):
+        first = text.count("\n", 0, edit_start)
+        at, end = min(uses + calls, key=lambda u: (abs(text.count("\n", 0, u[0]) - first), u[0]))
+        lo, hi = _grown(text, tree, spec, at, end, max_lines, uses + reached)
+        inside, arguments = _rows_within(text, uses, lo, hi), _rows_within(text, calls, lo, hi)
+    return Region(lo, hi + 1, inside, arguments, tree is not None and spec is not None)
+
+
+def _grown(text: str, tree: Any, spec: Any, start: int, end: int, max_lines: int,
+           toward: list[tuple[int, int]]) -> tuple[int, int]:
+    """Rows [lo, hi] of the window around [start, end): a few lines, grown to the enclosing
+    syntax node (lines only without a grammar), then toward `toward`, nearest first, all
+    within `max_lines`."""
+    n_lines = text.count("\n") + 1
+    first = text.count("\n", 0, start)
+    last = text.count("\n", 0, max(start, end))
+    lo, hi = max(0, first - WINDOW_LINES), min(n_lines - 1, last + WINDOW_LINES)
+    if tree is not None and spec is not None:
+        rows = _enclosing_rows(tree, spec, text, start, end, max_lines)
+        if rows is not None:
+            lo, hi = min(lo, rows[0]), max(hi, rows[1])
+    else:  # no grammar: a plain window of lines, as wide as allowed
+        half = max(WINDOW_LINES, (max_lines - (last - first + 1)) // 2)
+        lo, hi = max(0, first - half), min(n_lines - 1, last + half)
+    lo, hi = _cap(lo, hi, first, last, max_lines)
+    for use, _ in sorted(toward, key=lambda u: abs(text.count("\n", 0, u[0]) - first)):
+        row = text.count("\n", 0, use)
         if max(hi, row) - min(lo, row) + 1 <= max_lines:
             lo, hi = min(lo, row), max(hi, row)
-    inside = tuple(u for u in uses if lo <= text.count("\n", 0, u[0]) <= hi)
-    arguments = tuple(a for a in call_arguments(text, tree, set(reach), (edit_start, edit_end))
-                      if lo <= text.count("\n", 0, a[0]) <= hi)
-    return Region(lo, hi + 1, inside, arguments, tree is not None and spec is not None)
+    return lo, hi
+
+
+def _rows_within(text: str, places: list[tuple[int, int]], lo: int, hi: int) -> tuple[tuple[int, int], ...]:
+    return tuple(p for p in places if lo <= text.count("\n", 0, p[0]) <= hi)
 
 
 def _cap(lo: int, hi: int, first: int, last: int, max_lines: int) -> tuple[int, int]:

@@ -84,11 +84,16 @@ class RegionPass:
     """The stream for one request: `prefix` and `suffix` are the text around the region."""
 
     def __init__(self, engine, prefix: str, region: str, suffix: str,
-                 cancel: threading.Event | None = None, deadline: float | None = None) -> None:
+                 cancel: threading.Event | None = None, deadline: float | None = None, origin: int = 0,
+                 preface: str = "") -> None:
+        """`origin`: the document offset `region` starts at (streamed.py converts offsets with it);
+        `preface`: text read first, ahead of the suffix (the newest edit's lines, when the stream
+        would not otherwise read them before the uses they left stale)."""
         self.engine, self.runner, self.tok = engine, engine.runner, engine.tokenizer
+        self.origin = origin
         cfg = self.runner.config
         self.suffix_ids = self.tok.encode(suffix)
-        self.base = native_context_ids(self.tok.encode(prefix), self.suffix_ids, cfg)
+        self.base = native_context_ids(self.tok.encode(prefix), self.tok.encode(preface) + self.suffix_ids, cfg)
         self.region = region
         self.ids, self.offsets = self.tok.encode_with_offsets(region)
         if len(self.base) + 2 * len(self.ids) + 16 > self.runner.window:
@@ -163,12 +168,16 @@ class RegionPass:
 
     # ---------------------------------------------------------------- scoring
 
-    def score(self, text: str, lo: int, limit: int) -> list[tuple[int, int, float, float]]:
+    def score(self, text: str, lo: int, limit: int, until: int | None = None) -> list[tuple[int, int, float, float]]:
         """(start, end, probability, best alternative's probability) of at most `limit` tokens of
-        `text` (the region, or the region as it read before the edit) from offset `lo` on."""
+        `text` (the region, or the region as it read before the edit) from offset `lo` on, and
+        none that starts at or after `until`."""
         ids, offsets = (self.ids, self.offsets) if text is self.region else self.tok.encode_with_offsets(text)
         first = next((i for i, (_, e) in enumerate(offsets) if e > lo), len(ids))
-        targets = ids[first:first + limit]
+        stop = first + limit
+        if until is not None:
+            stop = min(stop, next((i for i, (s, _) in enumerate(offsets) if i >= first and s >= until), len(ids)))
+        targets = ids[first:stop]
         if not targets:
             return []
         self.reset(ids[:first])

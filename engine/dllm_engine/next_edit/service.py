@@ -35,6 +35,11 @@ from .spans import (WORD, Span, code_uses_only, edit_seeds, follows_edit, merge,
 # Context around the region (the stream) or around each span (holes: each encodes its own,
 # suffix first, so holes of one file share no cached prefix).
 PREFIX_CHARS, SUFFIX_CHARS = 1200, 600
+# The stream's (half as much): on a 2-core CPU its first forward, over context and region at
+# ~1.3 ms a token, was most of a next edit's latency; with this much the quick benchmark's
+# proposals were the same (benchmarks/RESULTS.md, tenth session) and its p95 fell 1.5-1.9 s -> ~1.0 s.
+STREAM_PREFIX_CHARS, STREAM_SUFFIX_CHARS = 600, 300
+PREFACE_CHARS = 400  # of the newest edit's lines, when the stream would not read them in time (_unseen_edit)
 SCORE_CHARS = 3600  # a scoring pass takes at most 4000 characters
 SCORE_STRIDE = 4
 MAX_SCORE_SPANS = 4  # score-found spans per request: the rest of the budget is the edit's
@@ -53,13 +58,14 @@ def propose(engine, request: NextEditRequest, cancel: threading.Event | None = N
     own = (last.offset, last.offset + len(last.inserted)) if last else (request.cursor, request.cursor)
     scored_tokens = 0
     # A model that reads a canvas left to right gets one stream for the whole request (region_pass.py).
-    rp = (RegionPass(engine, doc[max(0, lo - PREFIX_CHARS):lo], doc[lo:hi], doc[hi:hi + SUFFIX_CHARS], cancel,
-                     None if request.deadline_s is None else time.monotonic() + request.deadline_s)
+    seeds = edit_seeds(doc, request.edits, lo, hi) if request.mode != "whole_region" else []
+    deadline = None if request.deadline_s is None else time.monotonic() + request.deadline_s
+    rp = (RegionPass(engine, doc[max(0, lo - STREAM_PREFIX_CHARS):lo], doc[lo:hi], doc[hi:hi + STREAM_SUFFIX_CHARS],
+                     cancel, deadline, origin=lo, preface=_unseen_edit(doc, lo, last, seeds))
           if supports(engine) else None)
     if request.mode == "whole_region":
         spans = whole_region(doc, lo, hi, own)
     else:
-        seeds = edit_seeds(doc, request.edits, lo, hi)
         # Caller spans are re-masked as they are, unless they are the caller's list of the code uses
         # (`spans_are_uses`): then they only say which of the edit's seeds are code (below), and a
         # call already given the added argument is not re-masked for being on the list.
@@ -78,7 +84,7 @@ def propose(engine, request: NextEditRequest, cancel: threading.Event | None = N
                                    request.spans_are_uses)
     spans = merge(spans, request.cursor, request.max_spans)
     _check(cancel)
-    edits = (streamed.rewrite(rp, doc, lo, spans) if rp else _denoised_edits(engine, doc, spans, request, cancel)) \
+    edits = (streamed.rewrite(rp, doc, spans) if rp else _denoised_edits(engine, doc, spans, request, cancel)) \
         if spans else []
     edits = [e for e in edits if _follows(e, spans)]
     new_doc = _apply(doc, [(Span(e.start, e.end, e.source), e.new) for e in edits])
@@ -89,6 +95,22 @@ def propose(engine, request: NextEditRequest, cancel: threading.Event | None = N
         masked_spans=len(spans), scored_tokens=scored_tokens, model=engine.model_name,
         elapsed_ms=(time.perf_counter() - t0) * 1000,
     )
+
+
+def _unseen_edit(doc: str, lo: int, last, seeds: list[Span]) -> str:
+    """The newest edit's lines, when the stream would not read them before the first stale use
+    it left (the region is around a call far from the renamed `def`, or a use comes before the
+    `def` it follows): read ahead of the context, so the new name is there to copy (without it,
+    the model's probability of `dedent_impl` at a call of `dedent` was 0.04, under any sane
+    threshold). Empty when the stream reads the edit first anyway."""
+    if last is None or not seeds:
+        return ""
+    first = min(s.start for s in seeds)
+    if lo - STREAM_PREFIX_CHARS <= last.offset and last.offset + len(last.inserted) <= first:
+        return ""
+    start = doc.rfind("\n", 0, last.offset) + 1
+    end = doc.find("\n", last.offset + len(last.inserted))
+    return doc[start:len(doc) if end < 0 else end + 1][:PREFACE_CHARS]
 
 
 def _denoised_edits(engine, doc: str, spans: list[Span], request: NextEditRequest,

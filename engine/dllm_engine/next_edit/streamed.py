@@ -14,34 +14,40 @@ DROP = 0.25  # a token the edit made at least 4x less likely is a candidate
 def score_after_edit(rp: RegionPass, doc: str, lo: int, hi: int,
                      request: NextEditRequest) -> list[tuple[int, int, float, float]]:
     """(start, end, probability, best alternative's) in document offsets for the tokens the
-    newest edit made unlikely.
+    newest edit made unlikely: under `request.suspicious_below` now (only those can be spans,
+    spans.score_seeds), and under DROP of what they were before the edit.
 
     A token's probability depends only on the text before it, so the tokens before the edit
     read as they did: the window starts at the edit (at the cursor without one in the
-    region), and the text as it read before the edit is scored from the same place, so a
-    token counts only if its probability fell to under DROP of what it was (a name chosen
-    at its definition is unlikely before the edit too)."""
+    region), and the text as it read before the edit is scored from the same place, up to the
+    last suspicious token and not at all when there is none (most keystrokes: a forward of a
+    hundred rows saved), so a token counts only if its probability fell to under DROP of what
+    it was (a name chosen at its definition is unlikely before the edit too)."""
     last = request.last_edit
     in_region = last is not None and lo <= last.offset <= hi
-    start = (last.offset if in_region else min(max(request.cursor, lo), hi)) - lo
-    after = [(lo + s, lo + e, p, a) for s, e, p, a in rp.score(rp.region, start, request.score_tokens)]
+    at = rp.origin  # the stream may start before the region (stream_bounds.py)
+    start = (last.offset if in_region else min(max(request.cursor, lo), hi)) - at
+    after = [(at + s, at + e, p, a) for s, e, p, a in rp.score(rp.region, start, request.score_tokens)
+             if at + e <= hi and p < request.suspicious_below]
     if not in_region or not after:
         return after
-    rel = last.offset - lo
+    rel = last.offset - at
     old_region = rp.region[:rel] + last.removed + rp.region[rel + len(last.inserted):]
     delta = len(last.inserted) - len(last.removed)
+    until = max(e for _, e, _, _ in after) - at - delta  # the last suspicious token, as the old text has it
     before = {}
-    for s, e, p, _ in rp.score(old_region, start, request.score_tokens + 8):
+    for s, e, p, _ in rp.score(old_region, start, request.score_tokens + 8, until=max(until, rel + len(last.removed))):
         if e <= rel:
-            before[(lo + s, lo + e)] = p
+            before[(at + s, at + e)] = p
         elif s >= rel + len(last.removed):
-            before[(lo + s + delta, lo + e + delta)] = p
+            before[(at + s + delta, at + e + delta)] = p
     return [t for t in after if (t[0], t[1]) in before and t[2] < DROP * before[(t[0], t[1])]]
 
 
-def rewrite(rp: RegionPass, doc: str, lo: int, spans: list[Span]) -> list[EditSpan]:
+def rewrite(rp: RegionPass, doc: str, spans: list[Span]) -> list[EditSpan]:
     """The changed spans of one left-to-right rewrite of `spans`, each trimmed to what changed
     (the fill replaces whole tokens, so it may repeat a blank or a bracket on either side)."""
+    lo = rp.origin
     passes = [PassSpan(s.start - lo, s.end - lo, "\n" not in doc[s.start:s.end],
                        1 if doc[s.start:s.end].strip() else 0, s.hint, WORD.fullmatch(doc[s.start:s.end]) is not None)
               for s in spans]

@@ -152,7 +152,7 @@ def main() -> None:
                     help="run the whole-region baseline on this many cases per kind (default: 1 with --quick, 3)")
     ap.add_argument("--whole-region-passes", type=int, default=None,
                     help="pass cap of the whole-region baseline (default: 16 with --quick, 48)")
-    ap.add_argument("--max-lines", type=int, default=60)
+    ap.add_argument("--max-lines", type=int, default=None, help="the region cap (default: the server's nextEdit.maxLines)")
     ap.add_argument("--min-confidence", type=float, default=None,
                     help="the threshold (default: the server's nextEdit.minConfidence)")
     ap.add_argument("--threads", type=int, default=2)
@@ -164,6 +164,10 @@ def main() -> None:
         from dllm_lsp.server.options import NextEditOptions
 
         args.min_confidence = NextEditOptions().min_confidence
+    if args.max_lines is None:
+        from dllm_lsp.server.options import NextEditOptions
+
+        args.max_lines = NextEditOptions().max_lines
     if args.whole_region_passes is None:
         args.whole_region_passes = 16 if args.quick else 48
     if args.whole_region_cases is None:

@@ -32,10 +32,14 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--models", default="default")
     ap.add_argument("--per-kind", type=int, default=3)
-    ap.add_argument("--max-lines", type=int, default=60)
+    ap.add_argument("--max-lines", type=int, default=None, help="the region cap (default: the server's nextEdit.maxLines)")
     ap.add_argument("--max-false", type=float, default=0.10)
     ap.add_argument("--threads", type=int, default=2)
     args = ap.parse_args()
+    if args.max_lines is None:
+        from dllm_lsp.server.options import NextEditOptions
+
+        args.max_lines = NextEditOptions().max_lines
     os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     from bench_next_edit import proposal_at, score_step
     from dllm_engine.engine import Engine, EngineConfig

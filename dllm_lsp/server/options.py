@@ -56,10 +56,14 @@ class DiffusionOptions:
 class NextEditOptions:
     # Off until measured on the default model: each pause in typing costs a scoring pass and a fill.
     enabled: bool = False
-    max_lines: int = 60  # the editable region around the last edit, at most
+    # The editable region around the last edit, at most. 40, not 60: the first read of a region
+    # costs ~1.3 ms a token on a 2-core CPU, and with the region moved to a far use when the
+    # edit's own holds none, a smaller cap lost no proposal (benchmarks/RESULTS.md, tenth session).
+    max_lines: int = 40
     # Proposals with a span under this are not shown; chosen on cases the benchmark does not
-    # evaluate (benchmarks/calibrate_next_edit.py, RESULTS.md "eighth session: next edit quality").
-    min_confidence: float = 0.1
+    # evaluate (benchmarks/calibrate_next_edit.py; RESULTS.md "eighth session: next edit quality",
+    # 0.10; rerun in the tenth session on that session's engine and region cap: plateau 0.00-0.30, 0.15).
+    min_confidence: float = 0.15
     debounce_ms: int = 250  # after the last keystroke (inline completion asks first)
 
 

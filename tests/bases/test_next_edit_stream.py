@@ -174,3 +174,23 @@ def test_a_call_far_from_the_renamed_def_reads_the_edit_first_and_follows_it(eng
     unread = engine.next_edit(request)
     assert [s.new for s in unread.spans] == ["count_tokens"]  # the same suggestion, read as the edit says
     assert read.spans[0].confidence > 5 * unread.spans[0].confidence
+
+
+def test_guessed_spans_share_a_budget_of_forwards_and_are_kept_when_it_runs_out(engine, monkeypatch):
+    from dllm_engine.next_edit import region_pass
+
+    lo, hi = RENAMED.index("def count_words"), RENAMED.index("def main")
+    region = RENAMED[lo:hi]
+    names = [region.index(w) for w in ("total = 0", "fh:", "words = line", "len(words)")]
+    spans = [PassSpan(at, region.index(" ", at) if region[at:at + 3] != "fh:" else at + 2, True, 1, word=True,
+                      guessed=True) for at in names]
+    free = RegionPass(engine, RENAMED[:lo], region, RENAMED[hi:])
+    unbounded = free.rewrite([PassSpan(s.start, s.end, True, 1, word=True) for s in spans])
+    monkeypatch.setattr(region_pass, "GUESSED_FORWARDS", 1)
+    rp = RegionPass(engine, RENAMED[:lo], region, RENAMED[hi:])
+    fills = rp.rewrite(spans)
+    assert rp.guess_budget <= 0 and rp.forwards <= free.forwards
+    # The first guessed span had the budget's one forward; every later one is kept without a forward.
+    assert [f.finish for f in fills[1:]] == ["kept"] * 3
+    assert all(f.text == region[f.start:f.end] for f in fills[1:])
+    assert len(unbounded) == len(fills)

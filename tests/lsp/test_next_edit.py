@@ -101,7 +101,7 @@ async def test_low_confidence_and_bad_params(client, scripted):
     with pytest.raises(Exception, match="textDocument.version"):
         await client.protocol.send_request_async("dllm/nextEdit", {
             "textDocument": {"uri": URI, "version": "2"}, "position": {"line": 0, "character": 0}})
-    scripted.engine.rules, scripted.engine.prob = [("return ", "width")], 0.05  # under minConfidence 0.1
+    scripted.engine.rules, scripted.engine.prob = [("return ", "width")], 0.05  # under minConfidence 0.15
     rename_w(client)
     assert as_dicts(await next_edit(client, 2)) == []
 

@@ -49,6 +49,7 @@ LONG_SPAN_DRAFTS = 12
 # Drafts of a short span: 1 + 6 rows stay under weight_only.DENSE_ROWS, the int4 kernel's fast range.
 SHORT_SPAN_DRAFTS = 6
 NAME = re.compile(r"\s*[A-Za-z0-9_]*")
+GUESSED_FORWARDS = 6  # per request, for the free fills of guessed spans (PassSpan.guessed)
 RESCAN = 24  # fill tokens looked back over for a rejoin (a rejoin starts within the last forwards' tokens)
 
 
@@ -69,6 +70,12 @@ class PassSpan:
     # token it joins (the caller's threshold judges it); no free generation for such a span.
     guess: str = ""
     word: bool = False  # a name: refilled by a name (a fill that runs on into other code leaves it)
+    # A span found by the scores, or a stale use with no text to suggest: a guess that something
+    # is wrong. Its free fill draws on the stream's budget of GUESSED_FORWARDS (shared by all
+    # such spans of the request); a fill that has not rejoined when it runs out is abandoned and
+    # the span kept as it is. Such fills are rarely proposals, and they held up the whole answer
+    # (four of them took 1.5 s of 80 ms forwards on one step).
+    guessed: bool = False
 
 
 @dataclass
@@ -106,6 +113,7 @@ class RegionPass:
         self._ends = list(special.end)
         self.forwards = 0
         self.rows = 0
+        self.guess_budget = GUESSED_FORWARDS  # forwards left to the free fills of guessed spans
 
     # ---------------------------------------------------------------- the model
 
@@ -204,8 +212,10 @@ class RegionPass:
             j = max(j, i + 1) if i < len(self.ids) else i
             if out and i <= out[-1][1]:
                 pi, pj, ps = out[-1]
+                # Merged: no text to suggest and no word (each was one span's); a guess only if both were.
                 out[-1] = (pi, max(pj, j), PassSpan(ps.start, max(ps.end, span.end), ps.one_line and span.one_line,
-                                                     min(ps.min_tokens, span.min_tokens)))  # no guess, no word: one span's
+                                                     min(ps.min_tokens, span.min_tokens),
+                                                     guessed=ps.guessed and span.guessed))
             elif i < j:
                 out.append((i, j, span))
         return out
@@ -227,8 +237,8 @@ class RegionPass:
             nxt = ranges[n + 1][0] if n + 1 < len(ranges) else None
             known = self.ids[j:nxt] if nxt is not None else self.ids[j:] + self.suffix_ids
             start, end = self._char(i), self._char(j)
-            if self._expired():
-                fills.append(PassFill(start, end, self.region[start:end], 0.0, "deadline"))
+            if self._expired() or (span.guessed and self.guess_budget <= 0):
+                fills.append(PassFill(start, end, self.region[start:end], 0.0, "deadline" if self._expired() else "kept"))
                 self._batch += self.ids[i:j]
             elif span.guess:
                 guess = self.tok.encode(self.region[start:span.start] + span.guess + self.region[span.end:end])
@@ -305,6 +315,7 @@ class RegionPass:
                 return best[:c], c, [math.exp(float(logprobs[r, best[r]])) for r in range(c)]
 
             step_probs = self._run(draft, decide)
+            self.guess_budget -= span.guessed
             fill += self.stream[len(saved) + len(fill):]
             probs += step_probs
             cut = self._rejoin(fill, known_text, span.min_tokens, ends)
@@ -315,7 +326,8 @@ class RegionPass:
                 return PassFill(start, end, self.tok.decode(fill[:cut]), conf, "rejoined")
             broken = span.one_line and self._breaks_line(fill, known_text, span.min_tokens)
             broken = broken or (span.word and self._runs_past_name(fill, known_text))
-            if broken or len(fill) > budget + len(known) or self._expired():
+            spent = span.guessed and self.guess_budget <= 0
+            if broken or spent or len(fill) > budget + len(known) or self._expired():
                 self.stream = saved + original
                 return PassFill(start, end, self.region[start:end], 0.0, "deadline" if self._expired() else "kept")
 

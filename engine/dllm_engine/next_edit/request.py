@@ -70,7 +70,7 @@ class NextEditRequest:
     max_spans: int = 8
     # The scoring pass scores at most this many tokens of the region (its cost is
     # `stride` canvases times this many rows of the vocabulary head).
-    score_tokens: int = 128
+    score_tokens: int = 64
     # A scored token below this probability is a candidate span.
     suspicious_below: float = 0.02
     params: DiffusionParams = field(default_factory=DiffusionParams)

@@ -73,7 +73,11 @@ def propose(engine, request: NextEditRequest, cancel: threading.Event | None = N
                   for s in request.spans if s.start < hi and s.end > lo and not request.spans_are_uses]
         score = (lambda: streamed.score_after_edit(rp, doc, lo, hi, request)) if rp else (
             lambda: _score_region(engine, doc, lo, hi, request))
-        scored = score() if request.score_tokens else []
+        # An edit outside the region (the server's region around a far use of a renamed name)
+        # changed no token's probability in it but through the context: the scores would only
+        # find the names any code is full of, and their free fills cost a forward each.
+        away = last is not None and not lo <= last.offset <= hi
+        scored = score() if request.score_tokens and not away else []
         scored_tokens = len(scored)
         taken = [(s.start, s.end) for s in seeds]
         # A token touching a seed is that seed's to change (one stream span cannot end where the next begins).

@@ -180,6 +180,13 @@ def code_uses_only(seeds: list[Span], document: str, renamed: set[str], named: l
             or any(a < s.end and b > s.start for a, b in named)]
 
 
+def could_seed(document: str, token: tuple[int, int, float, float], threshold: float) -> bool:
+    """Whether a scored token (start, end, probability, best alternative's) can be a score-found
+    span: under `threshold`, where the model has a clear preference, not whitespace."""
+    start, end, prob, alternative = token
+    return prob < threshold and alternative >= CLEAR_PREFERENCE and bool(document[start:end].strip())
+
+
 def score_seeds(document: str, scored: list[tuple[int, int, float, float]], threshold: float, limit: int,
                 avoid: tuple[int, int]) -> list[Span]:
     """The `limit` least likely scored tokens under `threshold`, widened to words.
@@ -193,8 +200,8 @@ def score_seeds(document: str, scored: list[tuple[int, int, float, float]], thre
     for start, end, prob, alternative in sorted(scored, key=lambda t: t[2]):
         if len(picked) >= limit or prob >= threshold:
             break
-        if (alternative < CLEAR_PREFERENCE or not document[start:end].strip()
-                or (start <= avoid[1] and end >= avoid[0])):  # touching the edit is editing it
+        if not could_seed(document, (start, end, prob, alternative), threshold) \
+                or (start <= avoid[1] and end >= avoid[0]):  # touching the edit is editing it
             continue
         s, e = widen_to_words(document, start, end)
         # Leading blanks stay context: the denoiser gets the token's text, not the indentation before it.

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from .region_pass import PassSpan, RegionPass
 from .request import EditSpan, NextEditRequest
-from .spans import WORD, Span
+from .spans import WORD, Span, could_seed
 
 DROP = 0.25  # a token the edit made at least 4x less likely is a candidate
 
@@ -14,8 +14,9 @@ DROP = 0.25  # a token the edit made at least 4x less likely is a candidate
 def score_after_edit(rp: RegionPass, doc: str, lo: int, hi: int,
                      request: NextEditRequest) -> list[tuple[int, int, float, float]]:
     """(start, end, probability, best alternative's) in document offsets for the tokens the
-    newest edit made unlikely: under `request.suspicious_below` now (only those can be spans,
-    spans.score_seeds), and under DROP of what they were before the edit.
+    newest edit made unlikely: tokens that can be spans now (spans.could_seed: under
+    `request.suspicious_below`, a clear preference, not whitespace), and under DROP of what they
+    were before the edit.
 
     A token's probability depends only on the text before it, so the tokens before the edit
     read as they did: the window starts at the edit (at the cursor without one in the
@@ -27,8 +28,8 @@ def score_after_edit(rp: RegionPass, doc: str, lo: int, hi: int,
     in_region = last is not None and lo <= last.offset <= hi
     at = rp.origin  # the stream may start before the region (stream_bounds.py)
     start = (last.offset if in_region else min(max(request.cursor, lo), hi)) - at
-    after = [(at + s, at + e, p, a) for s, e, p, a in rp.score(rp.region, start, request.score_tokens)
-             if at + e <= hi and p < request.suspicious_below]
+    after = [t for t in ((at + s, at + e, p, a) for s, e, p, a in rp.score(rp.region, start, request.score_tokens))
+             if t[1] <= hi and could_seed(doc, t, request.suspicious_below)]
     if not in_region or not after:
         return after
     rel = last.offset - at
@@ -49,7 +50,8 @@ def rewrite(rp: RegionPass, doc: str, spans: list[Span]) -> list[EditSpan]:
     (the fill replaces whole tokens, so it may repeat a blank or a bracket on either side)."""
     lo = rp.origin
     passes = [PassSpan(s.start - lo, s.end - lo, "\n" not in doc[s.start:s.end],
-                       1 if doc[s.start:s.end].strip() else 0, s.hint, WORD.fullmatch(doc[s.start:s.end]) is not None)
+                       1 if doc[s.start:s.end].strip() else 0, s.hint, WORD.fullmatch(doc[s.start:s.end]) is not None,
+                       guessed=s.source == "score" or (s.source == "edit" and not s.hint))
               for s in spans]
     out = []
     for fill in rp.rewrite(passes):

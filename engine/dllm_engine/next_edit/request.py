@@ -68,8 +68,9 @@ class NextEditRequest:
     mode: SpanMode = "chosen"
     # At most this many spans are re-masked (nearest the cursor first).
     max_spans: int = 8
-    # The scoring pass scores at most this many tokens of the region (its cost is
-    # `stride` canvases times this many rows of the vocabulary head).
+    # The scoring pass scores at most this many tokens of the region from the edit on (and, for
+    # the stream, reads as many of the text before the edit again). 64, not 128: on the full
+    # next-edit benchmark the same proposals, one forward's rows fewer (RESULTS.md, tenth session).
     score_tokens: int = 64
     # A scored token below this probability is a candidate span.
     suspicious_below: float = 0.02

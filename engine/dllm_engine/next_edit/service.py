@@ -36,8 +36,8 @@ from .spans import (WORD, Span, code_uses_only, edit_seeds, follows_edit, merge,
 # suffix first, so holes of one file share no cached prefix).
 PREFIX_CHARS, SUFFIX_CHARS = 1200, 600
 # The stream's (half as much): on a 2-core CPU its first forward, over context and region at
-# ~1.3 ms a token, was most of a next edit's latency; with this much the quick benchmark's
-# proposals were the same (benchmarks/RESULTS.md, tenth session) and its p95 fell 1.5-1.9 s -> ~1.0 s.
+# ~1.3 ms a token, was most of a next edit's latency; with half the context it reads a third
+# fewer tokens and the quick benchmark's proposals were the same (benchmarks/RESULTS.md, tenth session).
 STREAM_PREFIX_CHARS, STREAM_SUFFIX_CHARS = 600, 300
 PREFACE_CHARS = 400  # of the newest edit's lines, when the stream would not read them in time (_unseen_edit)
 SCORE_CHARS = 3600  # a scoring pass takes at most 4000 characters

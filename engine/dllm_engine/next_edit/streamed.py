@@ -20,13 +20,13 @@ def score_after_edit(rp: RegionPass, doc: str, lo: int, hi: int,
 
     A token's probability depends only on the text before it, so the tokens before the edit
     read as they did: the window starts at the edit (at the cursor without one in the
-    region), and the text as it read before the edit is scored from the same place, up to the
-    last suspicious token and not at all when there is none (most keystrokes: a forward of a
-    hundred rows saved), so a token counts only if its probability fell to under DROP of what
-    it was (a name chosen at its definition is unlikely before the edit too)."""
+    region), and the text as it read before the edit is scored from the same place (up to the
+    last token that could be a span, and not at all when none can), so a token counts only if
+    its probability fell to under DROP of what it was (a name chosen at its definition is
+    unlikely before the edit too)."""
     last = request.last_edit
     in_region = last is not None and lo <= last.offset <= hi
-    at = rp.origin  # the stream may start before the region (stream_bounds.py)
+    at = rp.origin  # the document offset the stream's region starts at
     start = (last.offset if in_region else min(max(request.cursor, lo), hi)) - at
     after = [t for t in ((at + s, at + e, p, a) for s, e, p, a in rp.score(rp.region, start, request.score_tokens))
              if t[1] <= hi and could_seed(doc, t, request.suspicious_below)]

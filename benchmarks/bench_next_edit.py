@@ -160,14 +160,11 @@ def main() -> None:
     ap.add_argument("--write", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = ap.parse_args()
     per_kind = args.per_kind or (3 if args.quick else 10)
-    if args.min_confidence is None:
-        from dllm_lsp.server.options import NextEditOptions
+    from dllm_lsp.server.options import NextEditOptions
 
-        args.min_confidence = NextEditOptions().min_confidence
-    if args.max_lines is None:
-        from dllm_lsp.server.options import NextEditOptions
-
-        args.max_lines = NextEditOptions().max_lines
+    served = NextEditOptions()  # what the server shows is what is measured, unless told otherwise
+    args.min_confidence = served.min_confidence if args.min_confidence is None else args.min_confidence
+    args.max_lines = served.max_lines if args.max_lines is None else args.max_lines
     if args.whole_region_passes is None:
         args.whole_region_passes = 16 if args.quick else 48
     if args.whole_region_cases is None:

@@ -121,11 +121,10 @@ class InProcessClient(EngineClient):
         self._config = engine_config
         self._engine = None
         self._load_lock = asyncio.Lock()
-        # Scoring runs the model off the engine thread, and next edits wait there on the
-        # engine: each always on one thread of its own. torch's CPU kernels keep per-thread
-        # state (flash attention's brgemm kernel cache, MKL's and oneDNN's scratch buffers),
-        # which asyncio's pool of up to cpu_count + 4 workers would hold once per worker
-        # (issue 16, defect 8); scores run one at a time anyway (the runner's lock).
+        # Scores and next edits block while the engine thread runs their forwards
+        # (engine_calls.py): each waits on one thread of its own, not in asyncio's pool, so a
+        # burst of them holds two threads, not cpu_count + 4 (and should anything of torch's
+        # ever run on the waiting thread, its per-thread state is kept once: issue 16, defect 8).
         self._threads: dict[str, ThreadPoolExecutor] = {}
 
     async def _get_engine(self):

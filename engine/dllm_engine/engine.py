@@ -6,7 +6,8 @@ result = engine.infill(InfillRequest(holes=[Hole(prefix, suffix)]))
 handle = engine.submit(request)             # handle.future, handle.cancel()
 ```
 
-The engine thread owns the model; callers on any thread submit requests and
+The engine thread owns the model (it loads it, runs every pass, and serves scoring and
+next edit between passes: engine_calls.py); callers on any thread submit requests and
 get a `concurrent.futures.Future`. Cancellation and deadlines are checked
 between passes.
 """
@@ -28,6 +29,7 @@ from .checkpoint import LoadedModel, load
 from .context_cache import context_budget_bytes
 from .denoise import SpecialIds, denoise_pass, sample_tokens
 from .draft_adapter import attach as attach_draft_adapter
+from .engine_calls import EngineCalls
 from .drafting import accepted_run, canvas_drafts, row_drafts
 from .cpu_features import native_bf16
 from .healing import TokenHealer, heal, unheal
@@ -133,6 +135,29 @@ class Engine:
     def __init__(self, config: EngineConfig | None = None, loaded: LoadedModel | None = None) -> None:
         """`loaded` serves an already built model (benchmarks with random weights) instead of loading."""
         self.config = config or EngineConfig()
+        self._cond = threading.Condition()
+        # Scoring, next edit and cache drops run on the engine thread too (engine_calls.py).
+        self._calls = EngineCalls(self._cond)
+        self._stopping = False
+        # The engine thread loads the model as well as running it: one OpenMP team for all of
+        # the model's work (engine_calls.py says why). Load errors are raised here.
+        ready: Future = Future()
+        self._thread = threading.Thread(target=self._boot, args=(loaded, ready), name="dllm-engine", daemon=True)
+        self._calls.owner = self._thread
+        self._thread.start()
+        ready.result()
+
+    def _boot(self, loaded: LoadedModel | None, ready: Future) -> None:
+        try:
+            self._build(loaded)
+        except BaseException as exc:
+            self._calls.close(RuntimeError("engine failed to start"))
+            ready.set_exception(exc)
+            return
+        ready.set_result(None)
+        self._loop()
+
+    def _build(self, loaded: LoadedModel | None) -> None:
         if self.config.threads:
             torch.set_num_threads(self.config.threads)
         t0 = time.perf_counter()
@@ -185,12 +210,6 @@ class Engine:
         self.healer = TokenHealer(self.tokenizer, cfg.vocab_size, self.runner.device) if self.config.heal else None
         self.metrics = EngineMetrics()
         self._heap = HeapTrimmer()
-        self._cond = threading.Condition()
-        # The runner is used by the engine loop and by score(); one at a time.
-        self._runner_lock = threading.Lock()
-        self._stopping = False
-        self._thread = threading.Thread(target=self._loop, name="dllm-engine", daemon=True)
-        self._thread.start()
 
     def _weights_for(self, loaded: LoadedModel) -> str:
         """The weights this engine runs: as configured, or under "auto" the model's own CPU
@@ -235,8 +254,12 @@ class Engine:
     def score(self, request: ScoreRequest) -> ScoreResult:
         """Token-by-token likelihood of existing code (see scoring.py); runs between passes."""
         request.validate()
-        with self._runner_lock:
-            return score_span(self, request)
+        return self._calls.call(lambda: score_span(self, request))
+
+    def between_passes(self, fn):
+        """fn() on the engine thread between two passes, its result returned here: for work
+        that runs the model outside a request's passes (next edit's streams)."""
+        return self._calls.call(fn)
 
     def next_edit(self, request, cancel=None):
         """The edit the user will make next (`next_edit/service.py`: a `NextEditRequest` in, a
@@ -259,10 +282,12 @@ class Engine:
 
     def drop_caches(self) -> None:
         """Forget every cached context and batch buffer (benchmarks that measure a cold start)."""
-        with self._runner_lock:
+        def drop() -> None:
             if self.runner.cache is not self.runner:  # family runners keep nothing past the batch
                 self.runner.cache.clear()
             self.runner.forget_batch()
+
+        self._calls.call(drop)
 
     def shutdown(self) -> None:
         with self._cond:
@@ -280,23 +305,25 @@ class Engine:
         torch.set_grad_enabled(False)
         while True:
             with self._cond:
-                while not self._stopping and not self.scheduler.active and not self.scheduler.queue_depth:
+                while (not self._stopping and not self.scheduler.active and not self.scheduler.queue_depth
+                       and not self._calls.pending()):
                     self._heap.maybe_trim(self.metrics.passes)  # a burst's freed heap back to the OS
                     self._cond.wait(timeout=1.0)
                 if self._stopping:
                     break
                 admissions = self.scheduler.next_admissions()
+            self._calls.run_pending()
             try:
-                with self._runner_lock:
-                    self._drop_cancelled()
-                    self._admit_all(admissions)
-                    if self.scheduler.active:
-                        self._step()
-                        self._heap.maybe_trim(self.metrics.passes)  # and every few seconds while busy
+                self._drop_cancelled()
+                self._admit_all(admissions)
+                if self.scheduler.active:
+                    self._step()
+                    self._heap.maybe_trim(self.metrics.passes)  # and every few seconds while busy
             except Exception as exc:  # never let one bad pass kill the resident engine
                 log.exception("engine pass failed")
                 for active in list(self.scheduler.active):
                     self._fail(active.state, exc)
+        self._calls.close(RuntimeError("engine is shut down"))
         for state in self.scheduler.waiting_states() + [a.state for a in self.scheduler.active]:
             self._fail(state, RuntimeError("engine shut down"))
 

@@ -53,7 +53,7 @@ class HeapTrimmer:
         self._free_mkl = _mkl_free_buffers()
         self._min_interval_s = min_interval_s
         self._last_work = 0
-        self._last_time = 0.0
+        self._last_time = float("-inf")  # never trimmed: monotonic time starts near boot, not at 0 s ago
         self.trims = 0
 
     def maybe_trim(self, work_done: int) -> bool:

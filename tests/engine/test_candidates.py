@@ -43,9 +43,8 @@ def full_forward_score(e, prefix, fill, suffix):
 
 def test_fill_scores_are_the_models_own_left_to_right_reading(engine):
     fills = ["total += item", "print(item)", "", "if item:\n            total += 1"]
-    with engine._runner_lock:
-        first = score_fills(engine, PREFIX, SUFFIX, fills)
-        again = score_fills(engine, PREFIX, SUFFIX, fills)  # the context now from the cache
+    first = engine.between_passes(lambda: score_fills(engine, PREFIX, SUFFIX, fills))
+    again = engine.between_passes(lambda: score_fills(engine, PREFIX, SUFFIX, fills))  # the context now cached
     want = [full_forward_score(engine, PREFIX, f, SUFFIX) for f in fills]
     assert first == pytest.approx(want, abs=1e-3)
     assert again == pytest.approx(want, abs=1e-3)
@@ -69,8 +68,7 @@ def test_best_of_n_keeps_the_best_scored_of_the_copies_it_ran(engine):
     kept = [h.text for h in sampled[1:] if h.passes - 1 < allowance]
     texts = list(dict.fromkeys([greedy.text] + kept))
     assert len(texts) > 1, "the samples should differ from the greedy fill on a random model"
-    with engine._runner_lock:
-        scores = score_fills(engine, PREFIX, SUFFIX, texts)
+    scores = engine.between_passes(lambda: score_fills(engine, PREFIX, SUFFIX, texts))
     assert best.text == texts[max(range(len(texts)), key=lambda i: (scores[i], -i))]
     assert greedy.passes + 1 <= best.passes <= math.ceil(allowance) + 1  # + the scoring pass
 

@@ -24,7 +24,8 @@ A fill's confidence is the geometric mean of the model's probabilities of its to
 of the first known token after it (how well the change joins the code that follows), read
 from the forwards that generated them: no scoring pass afterwards.
 
-The runner lock is taken per forward, so inline completions' passes run in between.
+Each forward runs on the engine thread between two passes (Engine.between_passes), so inline
+completions' passes run in between.
 """
 
 from __future__ import annotations
@@ -124,7 +125,6 @@ class RegionPass:
     def _expired(self) -> bool:
         return self.deadline is not None and time.monotonic() >= self.deadline
 
-    @torch.inference_mode()
     def _run(self, extra: list[int], decide, read: list[int] | None = None) -> object:
         """One forward after the cached part of the stream: the rows are the stream's tokens the
         cache does not hold yet (known text appended since the last forward), the held-out last
@@ -138,7 +138,9 @@ class RegionPass:
         cost of a row), in that order."""
         self._check()
         runner, dev = self.runner, self.runner.device
-        with self.engine._runner_lock:
+
+        @torch.inference_mode()
+        def forward():  # on the engine thread, between passes (engine_calls.py)
             t = len(self.stream) - 1  # cached, or run as leading rows
             key, entry, reuse = runner.cache.lookup(torch.tensor(self.stream[:-1], dtype=torch.long), full=True)
             run = self.stream[reuse:] + list(extra)
@@ -165,7 +167,9 @@ class RegionPass:
                                   for k, v in new_kv])
                 runner.cache.store(new_prefix, key if have else None, have, kv)
             self.stream += committed
-        return answer
+            return answer
+
+        return self.engine.between_passes(forward)
 
     def extend(self, tokens: list[int]) -> None:
         """Known tokens join the stream; their K/V are computed by the next forward that needs them."""

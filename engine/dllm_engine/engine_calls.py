@@ -1,0 +1,73 @@
+"""Work from other threads run on the engine's own thread, between its passes.
+
+Why one thread does all of the model's work (loading included): torch's CPU ops run in
+OpenMP, and libgomp gives every thread that opens a parallel region its own team of worker
+threads, kept while that thread lives. With the model loaded on the caller's thread and run
+on the engine's, a 2-core machine had two teams (four threads libgomp manages for two
+CPUs), and libgomp then throttles the workers' spin-wait before they sleep (its
+"throttled" spin count, for more managed threads than CPUs). A decoding pass is ~600 small
+ops back to back, each waking the team: the default model's pass over a cached context
+took 49 ms that way against 29 ms with one team (benchmarks/RESULTS.md, eleventh session).
+Scoring and next edit ran their forwards on the calling thread (a daemon's or language
+server's pool thread), which made yet more teams. Here they queue for the engine thread
+instead, which serves them between passes, as the lock they used to take did.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from concurrent.futures import Future
+from typing import Callable, TypeVar
+
+T = TypeVar("T")
+
+
+class EngineCalls:
+    """Calls queued for the thread that owns the model (`owner`), served by its loop."""
+
+    def __init__(self, cond: threading.Condition) -> None:
+        self._cond = cond  # the engine loop's: a queued call wakes it like a request does
+        self._pending: deque[tuple[Callable[[], object], Future]] = deque()
+        self._closed = False
+        self.owner: threading.Thread | None = None
+
+    def call(self, fn: Callable[[], T]) -> T:
+        """fn() on the owner thread; its result or its exception here. From the owner thread
+        itself (a callback of a pass) fn runs at once: waiting for itself would never end."""
+        if threading.current_thread() is self.owner:
+            return fn()
+        done: Future = Future()
+        with self._cond:
+            if self._closed:
+                raise RuntimeError("engine is shut down")
+            self._pending.append((fn, done))
+            self._cond.notify()
+        return done.result()
+
+    def pending(self) -> bool:
+        return bool(self._pending)  # read under the engine's condition
+
+    def run_pending(self) -> None:
+        """On the owner thread: every call queued so far, in order; each one's exception goes
+        to its caller, never into the loop."""
+        while True:
+            with self._cond:
+                if not self._pending:
+                    return
+                fn, done = self._pending.popleft()
+            if not done.set_running_or_notify_cancel():
+                continue
+            try:
+                done.set_result(fn())
+            except BaseException as exc:  # the caller's error, raised in the caller
+                done.set_exception(exc)
+
+    def close(self, exc: BaseException) -> None:
+        """No more calls; those still queued fail with `exc`."""
+        with self._cond:
+            self._closed = True
+            left, self._pending = list(self._pending), deque()
+        for _, done in left:
+            if done.set_running_or_notify_cancel():
+                done.set_exception(exc)

@@ -24,12 +24,23 @@ import torch.nn.functional as F
 from .row_buckets import bucket_rows
 
 
-def pad_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None):
+def pad_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+                  keys: int | None = None):
     """q [B, H, S, D], k/v [B, Hkv, T, D], mask [B|1, 1, S|1, T] bool (True = may attend) or
     additive (0 / -inf), or None. Returns (q, k, v, mask) with S and T padded to their buckets
-    (the same tensors when both already are one); the caller keeps the first S query rows."""
-    s, t = q.shape[-2], k.shape[-2]
+    (the same tensors when both already are one); the caller keeps the first S query rows.
+
+    `keys`: k/v are a preallocated buffer whose first `keys` rows are the keys (T = keys)
+    and whose rows after them hold finite values (zeros, or an earlier pass's rows); the
+    padded keys are then the buffer's own next rows, a view, instead of a copy of every key
+    (a decoding pass over a cached context of a thousand tokens copied ~0.8 MB a layer)."""
+    s, t = q.shape[-2], keys if keys is not None else k.shape[-2]
     s_pad, t_pad = bucket_rows(s) - s, bucket_rows(t) - t
+    # Masked keys get zero weight, but a NaN or inf in their values would still make the
+    # weighted sum NaN: a buffer's spare rows never are (runner.py allocates them zeroed).
+    in_buffer = keys is not None and k.shape[-2] >= t + t_pad
+    if keys is not None:
+        k, v = k[:, :, : t + t_pad if in_buffer else t], v[:, :, : t + t_pad if in_buffer else t]
     if not s_pad and not t_pad:
         return q, k, v, mask
     if mask is None:  # every key may be attended to: only the padded keys may not
@@ -41,8 +52,8 @@ def pad_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch
     if t_pad:
         shut = False if mask.dtype == torch.bool else float("-inf")
         mask = F.pad(mask, (0, t_pad), value=shut)
-        k, v = F.pad(k, (0, 0, 0, t_pad)), F.pad(v, (0, 0, 0, t_pad))
+        if not in_buffer:
+            k, v = F.pad(k, (0, 0, 0, t_pad)), F.pad(v, (0, 0, 0, t_pad))
     if s_pad:
         q = F.pad(q, (0, 0, 0, s_pad))
     return q, k, v, mask
-

@@ -115,8 +115,9 @@ class Attention(nn.Module):
             k_buf, v_buf, offset = past
             k_buf[:, :, offset:offset + s] = k
             v_buf[:, :, offset:offset + s] = v
-            k, v = k_buf[:, :, : offset + s], v_buf[:, :, : offset + s]
-        elif past is not None:
+            out = ops.attention(q, k_buf, v_buf, mask, keys=offset + s)  # [B, H, S, D]
+            return self.o_proj(out.transpose(1, 2).reshape(b, s, self.h * self.d)), new_kv
+        if past is not None:
             k = torch.cat((past[0], k), dim=2)
             v = torch.cat((past[1], v), dim=2)
         out = ops.attention(q, k, v, mask)  # [B, H, S, D]

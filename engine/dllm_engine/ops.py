@@ -87,11 +87,16 @@ def additive_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill_(~mask, float("-inf"))
 
 
-def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:
-    """q [B, H, S, D], k/v [B, Hkv, T, D], mask bool [B|1, 1, S|1, T] (True = may attend)."""
+def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None,
+              keys: int | None = None) -> torch.Tensor:
+    """q [B, H, S, D], k/v [B, Hkv, T, D], mask bool [B|1, 1, S|1, T] (True = may attend).
+    `keys`: k/v are a preallocated buffer holding the T = `keys` keys in front, finite values
+    after them (attention_buckets.pad_attention pads with its rows instead of copying)."""
     if needs_buckets(q):  # CPU bf16/fp16: a bounded set of kernel shapes
         s = q.shape[-2]
-        return _attention(*pad_attention(q, k, v, mask))[:, :, :s]
+        return _attention(*pad_attention(q, k, v, mask, keys))[:, :, :s]
+    if keys is not None:
+        k, v = k[:, :, :keys], v[:, :, :keys]
     return _attention(q, k, v, mask)
 
 

@@ -29,6 +29,7 @@ from .layout import causal_mask, native_context_ids, shifted_canvas_mask
 from .model import SlotWrite
 from .ops import CanvasSpec
 from .protocol import ProtocolError
+from .row_buckets import bucket_rows, needs_buckets
 
 
 MAX_CACHED_BATCHES = 8
@@ -250,7 +251,10 @@ class ModelRunner:
         t_max = max(c.length for c in contexts)
         room = max(2 * canvas_len if old is not None else canvas_len, spare)  # a canvas that grew may grow again
         layers, _, hkv, _, d = contexts[0].kv.shape
-        stacked = contexts[0].kv.new_zeros(layers, 2, len(contexts), hkv, t_max + room, d)
+        # On a CPU in bf16, zeroed up to the attention's key bucket: a pass pads its keys with
+        # these rows (attention_buckets.pad_attention) instead of copying every key each layer.
+        length = bucket_rows(t_max + room) if needs_buckets(contexts[0].kv) else t_max + room
+        stacked = contexts[0].kv.new_zeros(layers, 2, len(contexts), hkv, length, d)
         for row, ctx in enumerate(contexts):
             stacked[:, :, row, :, : ctx.length] = ctx.kv
         batch = StackedContexts(

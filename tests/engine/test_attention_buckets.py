@@ -54,6 +54,30 @@ def test_padded_attention_is_the_same_attention(heads, kind):
     torch.testing.assert_close(ops.attention(q, k, v, fp32_mask), _reference(q, k, v, fp32_mask))
 
 
+@pytest.mark.parametrize("room", [64, 45])
+def test_keys_in_a_buffer_are_padded_with_its_own_rows(room):
+    """A decoding pass's keys sit in front of a preallocated buffer (runner._stack_contexts):
+    the padded keys are the buffer's next rows, a view, with the same result as padding a
+    copy; whatever finite values those rows hold (an earlier pass's) get zero weight. A
+    buffer without room for the bucket pads a copy, as before."""
+    from dllm_engine.attention_buckets import pad_attention
+
+    b, h, hkv, s, t, d = 1, 4, 2, 3, 45, 16  # 45 keys -> 48
+    torch.manual_seed(1)
+    q = torch.randn(b, h, s, d).bfloat16()
+    k_buf, v_buf = torch.randn(b, hkv, room, d).bfloat16(), torch.randn(b, hkv, room, d).bfloat16()
+    mask = _masks(b, s, t)["keys"]
+    out = ops.attention(q, k_buf, v_buf, mask, keys=t)
+    alone = ops.attention(q, k_buf[:, :, :t].clone(), v_buf[:, :, :t].clone(), mask)
+    assert torch.equal(out, alone)
+    _, k, v, padded = pad_attention(q, k_buf, v_buf, mask, keys=t)
+    assert k.shape[-2] == v.shape[-2] == padded.shape[-1] == bucket_rows(t)
+    assert (k.data_ptr() == k_buf.data_ptr()) == (room >= bucket_rows(t))  # a view when it fits
+    # fp32 (no buckets) reads only the keys
+    torch.testing.assert_close(ops.attention(q.float(), k_buf.float(), v_buf.float(), mask, keys=t),
+                               _reference(q.float(), k_buf[:, :, :t].float(), v_buf[:, :, :t].float(), mask))
+
+
 @pytest.fixture
 def attention_lengths(monkeypatch):
     """(query length, key length, query group) of every CPU bf16 SDPA call while the test runs."""

@@ -30,9 +30,11 @@ from .model import SlotWrite
 from .ops import CanvasSpec
 from .protocol import ProtocolError
 from .row_buckets import bucket_rows, needs_buckets
+from .spare_buffer import SpareBuffer
 
 
 MAX_CACHED_BATCHES = 8
+SPARE_BUFFER_BYTES = 64 * 2**20  # the largest released batch buffer kept for the next batch
 PREFIX_TRIM_STEP = 32
 BATCH_REUSE_BELOW = 32  # encode_contexts: contexts with less of a cached prefix go in one padded forward  # the kept prefix starts on a multiple of this: stable while typing
 
@@ -96,6 +98,7 @@ class ModelRunner:
         self.cache = PrefixCache(cache_bytes)
         # Padded context K/V per batch composition (one per canvas width class in flight).
         self._batches: OrderedDict[tuple, StackedContexts] = OrderedDict()
+        self._spare = SpareBuffer(SPARE_BUFFER_BYTES)  # the last batch let go: its storage for the next
 
     @property
     def window(self) -> int:
@@ -215,7 +218,7 @@ class ModelRunner:
         positions = ctx_lens[:, None] + rows
         mask = shifted_canvas_mask(ctx_lens, t_max, rows.expand(b, -1), rows < lens[:, None])
         logits, _ = self.model(ids, positions, mask=mask, past=[(k, v, t_max) for k, v in batch.kv])
-        self._batches.pop(tuple(c.serial for c in contexts), None)  # a one-off batch: no buffer kept
+        self._release(self._batches.pop(tuple(c.serial for c in contexts), None))  # a one-off batch
         return logits
 
     def _encode(self, ids: torch.Tensor) -> EncodedContext:
@@ -251,19 +254,27 @@ class ModelRunner:
         t_max = max(c.length for c in contexts)
         room = max(2 * canvas_len if old is not None else canvas_len, spare)  # a canvas that grew may grow again
         layers, _, hkv, _, d = contexts[0].kv.shape
-        # On a CPU in bf16, zeroed up to the attention's key bucket: a pass pads its keys with
-        # these rows (attention_buckets.pad_attention) instead of copying every key each layer.
+        # On a CPU in bf16, up to the attention's key bucket: a pass pads its keys with these
+        # rows (attention_buckets.pad_attention) instead of copying every key each layer.
         length = bucket_rows(t_max + room) if needs_buckets(contexts[0].kv) else t_max + room
-        stacked = contexts[0].kv.new_zeros(layers, 2, len(contexts), hkv, length, d)
+        stacked = self._spare.take((layers, 2, len(contexts), hkv, length, d), contexts[0].kv)
         for row, ctx in enumerate(contexts):
             stacked[:, :, row, :, : ctx.length] = ctx.kv
+            stacked[:, :, row, :, ctx.length:] = 0  # finite: padded keys are read (with zero weight)
         batch = StackedContexts(
             buf=stacked, kv=[(stacked[i, 0], stacked[i, 1]) for i in range(layers)],
             lens=torch.tensor([c.length for c in contexts], device=self.device), t_max=t_max, room=room)
         self._batches[key] = batch
+        self._release(old)
         while len(self._batches) > MAX_CACHED_BATCHES:
-            self._batches.popitem(last=False)
+            self._release(self._batches.popitem(last=False)[1])
         return batch
+
+    def _release(self, batch: "StackedContexts | None") -> None:
+        """A batch no pass will run on again (replaced, evicted, one-off or forgotten): its
+        buffer may serve the next batch (spare_buffer.py)."""
+        if batch is not None:
+            self._spare.give(batch.buf)
 
     def carry_batch(self, batch: "StackedContexts", ctx: EncodedContext, old_length: int) -> None:
         """A one-context batch whose pass ran the rows that just joined `ctx` right after its
@@ -379,4 +390,6 @@ class ModelRunner:
         return canvas
 
     def forget_batch(self) -> None:
+        for batch in self._batches.values():
+            self._release(batch)
         self._batches.clear()

@@ -16,6 +16,10 @@ An arm `weights:drafts:exact` runs with every row count sent to the projections 
 (no row_buckets.py padding: the code before issue 16 defect 8), to measure the padding's cost.
 An arm `weights:drafts:cand=N` asks for best of N (DiffusionParams.candidates, candidates.py).
 "exact" counts the fills equal to the line that was cut out (held-out exact match).
+
+Each arm is an engine with a thread of its own, and each such thread keeps its own OpenMP team
+(engine_calls.py): several arms in one process are slower per pass than one alone (on 2 cores,
+~1.7x), alike for every arm. Their ratios hold; for absolute figures run one arm per process.
 """
 
 from __future__ import annotations

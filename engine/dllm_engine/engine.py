@@ -14,10 +14,12 @@ between passes.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
 import time
+import weakref
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -131,6 +133,16 @@ class RequestHandle:
         return self.future.result(timeout)
 
 
+def _stopper(ref: "weakref.ref[Engine]"):
+    """An exit hook that shuts the engine down if it is still alive (a weak reference: the
+    hook keeps no engine alive)."""
+    def stop() -> None:
+        engine = ref()
+        if engine is not None:
+            engine.shutdown()
+    return stop
+
+
 class Engine:
     def __init__(self, config: EngineConfig | None = None, loaded: LoadedModel | None = None) -> None:
         """`loaded` serves an already built model (benchmarks with random weights) instead of loading."""
@@ -146,6 +158,11 @@ class Engine:
         self._calls.owner = self._thread
         self._thread.start()
         ready.result()
+        # A process that ends without shutdown() while a pass runs aborted ("terminate called
+        # without an active exception": the interpreter finalized under the engine thread's
+        # native work); stopping the thread first lets it end between passes.
+        self._stop_at_exit = _stopper(weakref.ref(self))
+        atexit.register(self._stop_at_exit)
 
     def _boot(self, loaded: LoadedModel | None, ready: Future) -> None:
         try:
@@ -290,6 +307,7 @@ class Engine:
         self._calls.call(drop)
 
     def shutdown(self) -> None:
+        atexit.unregister(self._stop_at_exit)
         with self._cond:
             self._stopping = True
             self._cond.notify()

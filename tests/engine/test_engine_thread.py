@@ -101,3 +101,30 @@ def test_a_load_error_is_raised_by_the_constructor(tmp_path):
     with pytest.raises(Exception) as caught:
         Engine(EngineConfig(model=str(tmp_path / "no-such-model"), threads=1))
     assert "no-such-model" in str(caught.value)
+
+
+EXIT_MID_PASS = """
+import time
+from dllm_engine.engine import Engine, EngineConfig
+from dllm_engine.protocol import Hole, InfillRequest
+e = Engine(EngineConfig(threads=2))  # the small model
+e.infill(InfillRequest(holes=[Hole(prefix="def f(x):\\n    return ", suffix="\\n", max_tokens=8)]))
+e.submit(InfillRequest(holes=[Hole(prefix="def g(x):\\n    return ", suffix="\\n", max_tokens=48)]))
+time.sleep(0.02)  # the process ends while that request's passes run, with no shutdown()
+print("ended")
+"""
+
+
+def test_a_process_that_ends_mid_pass_without_shutdown_exits_cleanly():
+    """Before the exit hook the interpreter finalized under the running engine thread: the
+    process aborted (exit 134, "terminate called without an active exception")."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "OMP_NUM_THREADS": "2", "DLLM_LSP_MODEL": "small"}
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", EXIT_MID_PASS], capture_output=True, text=True, env=env,
+                              timeout=120)
+        assert done.returncode == 0 and "terminate" not in done.stderr, (done.returncode, done.stderr[-2000:])
+        assert done.stdout.strip() == "ended"

@@ -37,7 +37,7 @@ def pad_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch
     s, t = q.shape[-2], keys if keys is not None else k.shape[-2]
     s_pad, t_pad = bucket_rows(s) - s, bucket_rows(t) - t
     # Masked keys get zero weight, but a NaN or inf in their values would still make the
-    # weighted sum NaN: a buffer's spare rows never are (runner.py allocates them zeroed).
+    # weighted sum NaN: a buffer's spare rows never are (runner._stack_contexts zeroes them).
     in_buffer = keys is not None and k.shape[-2] >= t + t_pad
     if keys is not None:
         k, v = k[:, :, : t + t_pad if in_buffer else t], v[:, :, : t + t_pad if in_buffer else t]

@@ -4,10 +4,11 @@ Why one thread does all of the model's work (loading included): torch's CPU ops 
 OpenMP, and libgomp gives every thread that opens a parallel region its own team of worker
 threads, kept while that thread lives. With the model loaded on the caller's thread and run
 on the engine's, a 2-core machine had two teams (four threads libgomp manages for two
-CPUs), and libgomp then throttles the workers' spin-wait before they sleep (its
-"throttled" spin count, for more managed threads than CPUs). A decoding pass is ~600 small
-ops back to back, each waking the team: the default model's pass over a cached context
-took 49 ms that way against 29 ms with one team (benchmarks/RESULTS.md, eleventh session).
+CPUs). The default model's pass over a cached context took 49 ms that way against 29 ms
+with one team (benchmarks/RESULTS.md, eleventh session), and one team under
+OMP_WAIT_POLICY=passive took 49 ms too: a pass is ~600 small ops back to back, each waking
+the team, and the likely cause is libgomp cutting its workers' spin-wait short when it
+manages more threads than there are CPUs (its "throttled" spin count).
 Scoring and next edit ran their forwards on the calling thread (a daemon's or language
 server's pool thread), which made yet more teams. Here they queue for the engine thread
 instead, which serves them between passes, as the lock they used to take did.

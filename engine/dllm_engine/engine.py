@@ -80,8 +80,8 @@ class EngineConfig:
     heal: bool = True
     # "int8": dynamically quantized projections and head on the CPU (quantize.py); "int4":
     # weight-only int4 projections in Q4_1's blocks and an int8 head (weight_only.py);
-    # "native": as loaded; "auto": what the model's config asks for on a CPU with native bf16
-    # (its `cpu_weights`: int4 for a base whose GGUF projections are all Q4_1), else native.
+    # "native": as loaded; "auto": what the model's config asks for on a CPU (its
+    # `cpu_weights`: int4 for a base whose GGUF projections are all Q4_1), else native.
     weights: str = "auto"
     # Shifted-logit models decoded in blocks of 1: guess up to this many next tokens from the
     # text and check them in the same pass (drafting.py; greedy output unchanged). 0: off.
@@ -236,7 +236,7 @@ class Engine:
         if self.config.device != "cpu":
             return "native"
         wanted = loaded.config.extra.get("cpu_weights", "native")
-        if wanted == "int4" and self.config.dtype == "bfloat16":  # torch's fp32 int4 path is far slower than fp32 GEMV
+        if wanted == "int4":  # an fp32 model too: the kernels run in bf16 (weight_only.kernel_dtype)
             from .weight_only import int4_available
 
             return "int4" if int4_available() else "native"

@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from dllm_engine.weight_only import GROUP, Int4Linear, Int8RowLinear, int4_available
+from dllm_engine.weight_only import GROUP, Int4Linear, Int8RowLinear, int4_available, kernel_dtype, q4_blocks
 
 pytestmark = pytest.mark.skipif(not int4_available(), reason="this torch has no CPU weight-only kernels")
 
@@ -20,12 +20,46 @@ def q4_1_weights(n: int, k: int, seed: int = 0) -> torch.Tensor:
     return (d * q + m).reshape(n, k)
 
 
-def test_int4_on_q4_1_weights_is_the_same_linear_in_fp32():
+def kernel_rounding(x: torch.Tensor, w: torch.Tensor, bias=None, blocks=None) -> torch.Tensor:
+    """x W^T (+ b) as the bf16 kernels compute it for an fp32 model: the activations, each
+    group's scale and its value at q = 8 rounded to bf16, the product summed in fp32 and
+    returned in bf16 (compare with BF16_OUT). On Q4_1 weights this is exact up to summation
+    order and the output's rounding; a q one step off is not."""
+    q, step, low = blocks if blocks is not None else q4_blocks(w)
+    n, k = q.shape
+    scale = step.bfloat16().float()[..., None]
+    zero = (low + 8 * step).bfloat16().float()[..., None]
+    deq = ((q.float().reshape(n, k // GROUP, GROUP) - 8) * scale + zero).reshape(n, k)
+    y = F.linear(x.bfloat16().float(), deq)
+    return (y.bfloat16().float() + bias) if bias is not None else y.bfloat16().float()
+
+
+BF16_OUT = dict(rtol=2 ** -8, atol=1e-3)  # one bf16 rounding of the output, either way
+
+
+def test_int4_on_q4_1_weights_is_the_same_linear_in_an_fp32_model():
     w, b = q4_1_weights(96, 128), torch.randn(96)
     x = torch.randn(5, 128)
-    got = Int4Linear(w, b)(x)
+    lin = Int4Linear(w, b)
+    got = lin(x)
     assert got.dtype == x.dtype and got.shape == (5, 96)
-    torch.testing.assert_close(got, F.linear(x, w, b), rtol=1e-4, atol=1e-4)
+    # fp32 models multiply through the bf16 kernel (torch's fp32 one is 15-60x slower)
+    assert lin.scales_zeros.dtype == torch.bfloat16 == kernel_dtype(torch.float32)
+    torch.testing.assert_close(got, kernel_rounding(x, w, b), **BF16_OUT)
+    # and the rounding costs no more than running the whole product in bf16 would
+    want, bf16 = F.linear(x, w, b), F.linear(x.bfloat16(), w.bfloat16(), b.bfloat16()).float()
+    assert (got - want).abs().max() <= 2 * (bf16 - want).abs().max() + 1e-3
+
+
+def test_the_int8_head_of_an_fp32_model_multiplies_in_bf16():
+    w = torch.randn(200, 64)
+    head = Int8RowLinear(w)
+    assert head.scale.dtype == torch.bfloat16 and kernel_dtype(torch.float16) == torch.float16
+    x = torch.randn(3, 64)
+    got = head(x)
+    assert got.dtype == torch.float32
+    want = F.linear(x, w)
+    assert (got - want).abs().max() <= 0.03 * want.abs().max()
 
 
 def test_int4_in_bf16_is_as_close_as_bf16_weights():
@@ -41,7 +75,7 @@ def test_leading_dims_and_a_constant_block():
     w = q4_1_weights(32, 64)
     w[0, :GROUP] = 0.25  # a block with one value: step 0
     x = torch.randn(2, 3, 64)
-    torch.testing.assert_close(Int4Linear(w)(x), F.linear(x, w), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(Int4Linear(w)(x), kernel_rounding(x, w), **BF16_OUT)
 
 
 def test_inputs_not_in_groups_of_32_are_refused():
@@ -80,7 +114,9 @@ def test_kept_blocks_round_trip_through_nibbles_and_fuse_by_rows(tmp_path):
         assert kept_blocks(handle, 1, ("self_attn.q_proj",)) is None  # not kept: re-derived instead
     # the fused layer from kept blocks, its weight argument rounded to bf16: the kept blocks win
     lin = Int4Linear(fused.bfloat16().float(), blocks=kept)
-    torch.testing.assert_close(lin(x), F.linear(x, fused), rtol=1e-4, atol=1e-4)
+    torch.testing.assert_close(lin(x), kernel_rounding(x, fused), **BF16_OUT)
+    rederived = Int4Linear(fused.bfloat16().float())(x)  # what the kept blocks are there to avoid
+    assert not torch.allclose(rederived, kernel_rounding(x, fused), **BF16_OUT)
     with open_kept_blocks(tmp_path / "nowhere") as handle:
         assert handle is None
 

@@ -20,7 +20,8 @@ from check_holes import HOLES, cut  # noqa: E402
 def engine():
     from dllm_engine.engine import Engine, EngineConfig
 
-    e = Engine(EngineConfig(model="default", threads=1, dtype="float32"))
+    # fp32 weights as well: "auto" would run int4, through bf16 kernels below 8 rows
+    e = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
     yield e
     e.shutdown()
 

@@ -24,7 +24,7 @@ HOLES = [
 def engines():
     from dllm_engine.engine import Engine, EngineConfig
 
-    built = {k: Engine(EngineConfig(model="default", threads=1, dtype="float32", draft_tokens=k)) for k in (0, 8)}
+    built = {k: Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native", draft_tokens=k)) for k in (0, 8)}
     yield built
     for e in built.values():
         e.shutdown()
@@ -87,7 +87,7 @@ def test_the_shipped_draft_rows_save_passes_and_change_no_token(engines):
     after the current one, the next pass checks them; the same fills in fewer passes."""
     from dllm_engine.engine import Engine, EngineConfig
 
-    with_rows = Engine(EngineConfig(model="default", threads=1, dtype="float32", draft_tokens=8, draft_rows=3))
+    with_rows = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native", draft_tokens=8, draft_rows=3))
     no_rows = engines[8]
     assert no_rows.draft_rows == 0  # off by default
     try:

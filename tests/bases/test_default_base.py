@@ -30,7 +30,7 @@ def greedy_ar(engine, prefix: str, suffix: str, n: int) -> list[int]:
         x = torch.tensor([ids + out])
         with torch.inference_mode():
             logits, _ = model(x, torch.arange(x.shape[1])[None], mask=causal_mask(0, x.shape[1], x.device))
-        last = logits[0, -1].float()
+        last = logits[0, -1].float().clone()  # (fp32 logits: .float() is the inference tensor itself)
         last[banned] = float("-inf")
         last[list(engine.special.end)] = float("-inf")
         out.append(int(last.argmax()))

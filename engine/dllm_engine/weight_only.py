@@ -44,8 +44,8 @@ def kernel_dtype(model_dtype: torch.dtype) -> torch.dtype:
     AVX2-only EPYC, 4 rows of a 3072x576 int4 projection took 16 ms in fp32 and 0.24 ms in
     bf16, the 49,152-row int8 head 54 ms and 3.9 ms, fp32 dense 0.75 ms and 22 ms. So an fp32
     model (a CPU without native bf16, cpu_features.py) still runs its few-row passes through
-    the bf16 kernels, with its activations rounded to bf16 only for the product (the residual
-    stream, norms and attention stay fp32), and its many-row GEMMs dense in fp32."""
+    the bf16 kernels, its activations and the product's output rounded to bf16 (the bias,
+    residual stream, norms and attention stay fp32), and its many-row GEMMs dense in fp32."""
     return model_dtype if model_dtype in (torch.bfloat16, torch.float16) else torch.bfloat16
 
 

@@ -20,12 +20,12 @@ def q4_1_weights(n: int, k: int, seed: int = 0) -> torch.Tensor:
     return (d * q + m).reshape(n, k)
 
 
-def kernel_rounding(x: torch.Tensor, w: torch.Tensor, bias=None, blocks=None) -> torch.Tensor:
+def kernel_rounding(x: torch.Tensor, w: torch.Tensor, bias=None) -> torch.Tensor:
     """x W^T (+ b) as the bf16 kernels compute it for an fp32 model: the activations, each
     group's scale and its value at q = 8 rounded to bf16, the product summed in fp32 and
     returned in bf16 (compare with BF16_OUT). On Q4_1 weights this is exact up to summation
     order and the output's rounding; a q one step off is not."""
-    q, step, low = blocks if blocks is not None else q4_blocks(w)
+    q, step, low = q4_blocks(w)
     n, k = q.shape
     scale = step.bfloat16().float()[..., None]
     zero = (low + 8 * step).bfloat16().float()[..., None]

@@ -89,6 +89,8 @@ def canvas_drafts(active: list, canvases: torch.Tensor, window: torch.Tensor, ma
         if room <= 0 or int(window[row].sum()) != 1:
             continue
         draft = lookup_draft(history_of(a, canvases[row], c), room, stop_at=stop_at)
+        if not draft.numel() and a.head_draft is not None and a.head_draft[0] == c:
+            draft = torch.tensor(a.head_draft[1][:room], dtype=torch.long)  # the draft head's guess
         if draft.numel() and bool((canvases[row, c:c + draft.numel()] == mask_id).all()):
             drafts[row, c:c + draft.numel()] = draft.to(drafts.device)
             any_draft = True

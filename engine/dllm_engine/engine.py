@@ -32,6 +32,7 @@ from .context_cache import context_budget_bytes
 from .denoise import SpecialIds, denoise_pass, sample_tokens
 from .draft_adapter import attach as attach_draft_adapter
 from .engine_calls import EngineCalls
+from .draft_head import attach as attach_draft_head
 from .drafting import accepted_run, canvas_drafts, row_drafts
 from .cpu_features import native_bf16
 from .healing import TokenHealer, heal, unheal
@@ -97,6 +98,11 @@ class EngineConfig:
     # The draft adapter: "shipped" (the one in the package for the model's base, if any),
     # "none", or a folder holding draft_adapter.json / .safetensors.
     draft_adapter: str = "shipped"
+    # The draft head (draft_head.py): "shipped" (the package's head for the model's base, if
+    # any), "none", or a folder holding draft_head.json / .safetensors. After each pass it
+    # guesses the next `draft_tokens` tokens from the base's hidden state at the newest
+    # committed token; the next pass checks them when the text offers no draft.
+    draft_head: str = "shipped"
 
     def __post_init__(self) -> None:
         if self.device == "auto":
@@ -186,6 +192,11 @@ class Engine:
         if self.config.draft_rows and self.config.draft_tokens:
             adapter = attach_draft_adapter(self.loaded, self.config.draft_adapter)
             self.draft_rows = min(self.config.draft_rows, adapter.config.rows) if adapter is not None else 0
+        self.draft_head = None
+        if self.config.draft_tokens and self.config.draft_head != "none":
+            self.draft_head = attach_draft_head(self.loaded, self.config.draft_head)
+        if hasattr(self.loaded.model, "keep_hidden"):
+            self.loaded.model.keep_hidden = self.draft_head is not None
         if hasattr(self.loaded.model, "fuse_projections"):  # q/k/v and gate/up: one GEMM each
             self.loaded.model.fuse_projections()
         self.weights = self._weights_for(self.loaded)
@@ -529,7 +540,8 @@ class Engine:
         rows = None if any(p.remask_below > 0 for p in params) else masked
         compact = rows is not None and getattr(self.runner, "compact_logits", False)  # [M, V]: masked slots only
         drafts = checked = probes = None
-        if window is not None and compact and not delayed and self.config.draft_tokens and self.runner.block == 1:
+        drafting = window is not None and compact and not delayed and self.config.draft_tokens and self.runner.block == 1
+        if drafting:
             drafts = canvas_drafts(active, canvases, window, self.special.mask, self.config.draft_tokens,
                                    self._draft_stops)
             if self.draft_rows:
@@ -541,7 +553,7 @@ class Engine:
             rows = masked | checked
         if probes is not None:  # and of the slots after the draft rows (masked slots, run adapted)
             rows = rows | probes
-        canvas_kv = fresh = None
+        canvas_kv = fresh = head_rows = None
         if delayed:
             fresh = valid.clone()
             for row, a in enumerate(active):
@@ -558,6 +570,7 @@ class Engine:
             if probes is not None:
                 extra["draft_rows"] = True
             logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows, **extra)
+            head_rows = (rows, self.runner.model.last_hidden) if drafting and self.draft_head is not None else None
             if probes is not None:  # the compact rows of the draft rows' slots, set aside
                 probe_logits = logits[probes[rows]]
                 own_or_checked = ~probes[rows]
@@ -588,6 +601,8 @@ class Engine:
             self._accept_drafts(drafts, draft_logits, checked, window, commit, new_canvases, active)
         if probes is not None:
             self._keep_row_drafts(active, probes, probe_logits, new_canvases)
+        if head_rows is not None and head_rows[1] is not None:
+            self._keep_head_drafts(active, window, commit, new_canvases, *head_rows)
         if window is not None and not delayed and hasattr(self.runner, "fold_committed"):
             self.runner.fold_committed(new_canvases)  # the pass's committed rows join their contexts
         committed = commit.sum(-1).tolist()
@@ -675,6 +690,37 @@ class Engine:
             n = stop.index(True) if True in stop else len(mine)
             if n:
                 a.row_draft = (slots[0], mine[:n])
+
+    def _keep_head_drafts(self, active, window, commit, new_canvases, rows, hidden) -> None:
+        """The draft head's guesses after each greedy canvas's newest committed token become
+        its next pass's draft (drafting.canvas_drafts): from the base's hidden state at the
+        row that chose that token (`hidden`, the pass's compact rows of `rows`)."""
+        index = torch.full(rows.shape, -1, dtype=torch.long)
+        index[rows.cpu()] = torch.arange(int(rows.sum()))
+        current = window.float().argmax(-1).tolist()
+        picked, holes = [], []
+        for row, a in enumerate(active):
+            a.head_draft = None
+            c, n = current[row], a.canvas.numel()
+            if a.temperature > 0 or a.context.ids is None or int(window[row].sum()) != 1 or not bool(commit[row, c]):
+                continue
+            run = int(commit[row, c:n].int().cumprod(0).sum())  # slots committed in a row from c
+            last = c + run - 1
+            if last + 1 >= n or int(index[row, last]) < 0 or bool(self._draft_stops[int(new_canvases[row, last])]):
+                continue
+            picked.append(int(index[row, last]))
+            holes.append((a, last, int(new_canvases[row, last]), n))
+        if not holes:
+            return
+        steps = min(self.config.draft_tokens, self.draft_head.config.steps)
+        at = torch.tensor(picked, device=hidden.device)
+        tokens = torch.tensor([t for _, _, t, _ in holes], device=hidden.device)
+        guesses = self.draft_head.guess(hidden[at], tokens, steps).cpu()
+        stops = self._draft_stops[guesses].tolist()
+        for (a, last, _, n), guess, stop in zip(holes, guesses.tolist(), stops):
+            keep = min(stop.index(True) if True in stop else len(guess), n - last - 2)
+            if keep > 0:
+                a.head_draft = (last + 1, guess[:keep])
 
     def _restrict_first_slot(self, logits, canvases, masked, active, healed: list[int], compact: bool) -> None:
         """Ban every token that does not extend the backed-up word at slot 0 of the healed

@@ -251,6 +251,11 @@ class DiffusionTransformer(nn.Module):
             self.lm_head.weight = self.model.embed_tokens.weight
         self.kernels: ops.Force = None
         self.draft_adapter = None  # draft_adapter.DraftAdapter: the draft rows' adapter, when attached
+        # A draft head (draft_head.py) reads the final normed hidden state of the rows whose
+        # logits a compact pass returns: with `keep_hidden`, the forward leaves them in
+        # `last_hidden` ([M, D], the logits' rows), instead of every caller asking for them.
+        self.keep_hidden = False
+        self.last_hidden: torch.Tensor | None = None
         self.register_buffer("inv_freq", rope_inv_freq(cfg), persistent=False)
         self.local = local_layers(cfg)
         if any(self.local):
@@ -332,7 +337,9 @@ class DiffusionTransformer(nn.Module):
         if logits_slice is not None:
             x = x[:, logits_slice]
         if logits_rows is not None and compact:
-            return self.lm_head(self.model.norm(x[logits_rows])), (new_kv if return_kv else None)
+            h = self.model.norm(x[logits_rows])
+            self.last_hidden = h if self.keep_hidden else None
+            return self.lm_head(h), (new_kv if return_kv else None)
         if logits_rows is not None:
             out = x.new_zeros(*x.shape[:2], self.config.vocab_size)
             out[logits_rows] = self.lm_head(self.model.norm(x[logits_rows]))

@@ -82,6 +82,9 @@ class ActiveHole:
     # Draft rows (draft_adapter.py): the guesses of the last pass's draft rows, (first slot,
     # tokens), for the next pass to check when the text offers no draft.
     row_draft: tuple[int, list[int]] | None = None
+    # The draft head (draft_head.py): its guesses after the newest committed token, (first
+    # slot, tokens), for the next pass to check when the text offers no draft.
+    head_draft: tuple[int, list[int]] | None = None
 
     @property
     def params(self):

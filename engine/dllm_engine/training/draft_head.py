@@ -1,0 +1,290 @@
+"""Train a base's draft head (draft_head.py) on a CPU, distilled from the frozen base.
+
+One step, per batch of real code laid out as the engine reads it (draft_rows.sample_sequence:
+`bos <suffix marker> suffix <prefix marker> prefix middle end`):
+1. the frozen base runs the real tokens causally, without gradients, once: its final
+   normed hidden state and its next-token distribution at every row of the tail (the
+   engine's pass computes exactly these for the row it commits from);
+2. at every anchor r of the tail, the head starts from the base's hidden state at r and
+   folds in the real tokens x[r+1], x[r+2], ... one step each; step k's target is the
+   base's own distribution at row r + k (what the base commits after those tokens),
+   restricted to the head's vocabulary (soft cross-entropy);
+3. only the head learns. The base's forward has no graph, and every anchor of the tail
+   carries K dense targets, so a CPU hour trains on ~10^6 guesses.
+Resumable: the head and optimiser state are saved in the run folder; the loss and the
+held-out agreement per step (and the run of leading agreements, what a pass would
+accept) go to a CSV.
+
+`python -m dllm_engine.training.draft_head --run runs/head --minutes 90`
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import math
+import random
+import time
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+from .. import draft_head
+from ..checkpoint import load
+from ..layout import causal_mask
+from .corpus import build_manifest, default_roots
+from .draft_rows import sample_sequence
+
+FIELDS = ["split", "step", "seconds", "lr", "loss", "agree_1", "agree_2", "agree_3", "agree_4", "accepted",
+          "anchors_per_s"]
+
+
+def add_arguments(p) -> None:
+    p.add_argument("--corpus", action="append", help="a folder of Python sources (repeatable; default: the "
+                   "standard library, as corpus.py's manifest takes it, files mentioning HumanEval excluded)")
+    p.add_argument("--model", default="default", help="the base (a name in bases/catalog.py, or 'default')")
+    p.add_argument("--run", required=True, help="run folder (resumed when it holds a state)")
+    p.add_argument("--minutes", type=float, default=60.0, help="wall-clock budget of this run")
+    p.add_argument("--max-steps", type=int, default=None)
+    p.add_argument("--decay-minutes", type=float, default=120.0, help="the learning rate's cosine length")
+    p.add_argument("--steps", type=int, default=4, help="tokens guessed in a row")
+    p.add_argument("--inner", type=int, default=1536)
+    p.add_argument("--blocks", type=int, default=2)
+    p.add_argument("--vocab", type=int, default=8192, help="the head's vocabulary (most frequent corpus tokens)")
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--warmup", type=int, default=50)
+    p.add_argument("--batch", type=int, default=2)
+    p.add_argument("--tail", type=int, default=384, help="anchors are the last this many tokens")
+    p.add_argument("--suffix-max", type=int, default=160)
+    p.add_argument("--prefix-max", type=int, default=320)
+    p.add_argument("--middle-max", type=int, default=48)
+    p.add_argument("--held", type=int, default=16, help="held-out sequences (fixed)")
+    p.add_argument("--log-every", type=int, default=10)
+    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--threads", type=int, default=1)
+
+
+def corpus_counts(tok, files: list[str], vocab_size: int, limit: int = 400) -> torch.Tensor:
+    """long [V]: token occurrences in (up to `limit` of) `files`, for the head's vocabulary."""
+    counts = torch.zeros(vocab_size, dtype=torch.long)
+    for path in files[:limit]:
+        try:
+            ids = tok.encode(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError):
+            continue
+        counts += torch.bincount(torch.tensor(ids, dtype=torch.long), minlength=vocab_size)[:vocab_size]
+    return counts
+
+
+class HeadTrainer:
+    def __init__(self, args) -> None:
+        self.args = args
+        torch.manual_seed(args.seed)
+        loaded = load(args.model, dtype=torch.bfloat16)
+        self.model, self.cfg, self.tok = loaded.model, loaded.config, loaded.tokenizer
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+        self.model.keep_hidden = True
+        self.run = Path(args.run)
+        self.run.mkdir(parents=True, exist_ok=True)
+        roots = [Path(r) for r in args.corpus] if args.corpus else default_roots()
+        manifest = build_manifest(roots)
+        self.train_files, self.held_files = manifest["train"], manifest["heldout"]
+        if not self.held_files:  # a small corpus: hold out one file rather than none
+            self.train_files, self.held_files = self.train_files[:-1], self.train_files[-1:]
+        embed = self.model.model.embed_tokens.weight
+        self.head = draft_head.load(self.run / "head", embed)
+        if self.head is None:
+            counts = corpus_counts(self.tok, self.train_files, self.cfg.vocab_size)
+            ids = draft_head.code_vocabulary(counts, args.vocab)
+            hcfg = draft_head.DraftHeadConfig(self.cfg.hidden_size, inner=args.inner, blocks=args.blocks,
+                                              steps=args.steps, vocab=int(ids.numel()),
+                                              base=self.cfg.extra.get("base", ""), base_key=loaded.path.name)
+            self.head = draft_head.DraftHead(hcfg, embed, ids)
+        self.head.float().train()
+        from ..cpu_features import native_bf16
+
+        self.autocast = native_bf16()
+        # The base's head cut to the same tokens: the teacher's logits over the subset.
+        self.sub_head = torch.nn.Linear(self.cfg.hidden_size, self.head.vocab_ids.numel(), bias=False)
+        self.sub_head.weight = torch.nn.Parameter(embed.detach()[self.head.vocab_ids].clone(), requires_grad=False)
+        # The subset's column of every base token (-1: not in it), for the agreement counts.
+        self.column = torch.full((self.cfg.vocab_size,), -1, dtype=torch.long)
+        self.column[self.head.vocab_ids] = torch.arange(self.head.vocab_ids.numel())
+        params = [p for p in self.head.parameters() if p.requires_grad]
+        self.opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0, betas=(0.9, 0.98))
+        state = self.run / "state.pt"
+        self.step, self.seconds = 0, 0.0
+        if state.exists():
+            saved = torch.load(state, weights_only=True)
+            self.opt.load_state_dict(saved["opt"])
+            self.step, self.seconds = saved["step"], saved["seconds"]
+        self.rng = random.Random(args.seed + self.step)
+        rng = random.Random(1234)
+        self.held = [s for s in (self._sample(rng, self.held_files) for _ in range(4 * args.held)) if s][:args.held]
+        if not self.held:
+            raise SystemExit("draft head training: the corpus gives no held-out sequence (too few or too short files)")
+
+    def _sample(self, rng, files):
+        a = self.args
+        return sample_sequence(rng, files, self.tok, self.cfg, a.suffix_max, a.prefix_max, a.middle_max)
+
+    def lr_at(self) -> float:
+        a = self.args
+        warm = min(1.0, (self.step + 1) / a.warmup)
+        frac = min(1.0, self.seconds / max(1.0, a.decay_minutes * 60))
+        return a.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
+
+    def teacher(self, seqs: list[list[int]], full: bool = False):
+        """Per sequence (hidden [n, D], the base's logits over the head's vocabulary [n, Vs],
+        tokens [n], and with `full` the base's argmax over its whole vocabulary [n]) over the
+        tail rows. The base's head runs on the subset only (a sixth of the full head's work);
+        `full` (held-out figures) checks whether the base's own choice is in the subset."""
+        a, cfg, k = self.args, self.cfg, self.head.config.steps
+        b, s = len(seqs), max(len(q) for q in seqs)
+        real = torch.full((b, s), cfg.eos_token_id, dtype=torch.long)
+        want = torch.zeros((b, s), dtype=torch.bool)
+        for i, q in enumerate(seqs):
+            real[i, :len(q)] = torch.tensor(q)
+            want[i, max(1, len(q) - a.tail - k - 1):len(q)] = True
+        with torch.no_grad():
+            full_head, self.model.lm_head = self.model.lm_head, self.sub_head
+            try:
+                logits, _ = self.model(real, torch.arange(s)[None].expand(b, -1),
+                                       mask=causal_mask(0, s, real.device), logits_rows=want, compact=True)
+            finally:
+                self.model.lm_head = full_head
+            hidden = self.model.last_hidden
+            best = full_head(hidden).argmax(-1) if full else None
+        out, at = [], 0
+        for i in range(b):
+            n = int(want[i].sum())
+            rows = want[i].nonzero().squeeze(-1)
+            out.append((hidden[at:at + n].float(), logits[at:at + n].float(), real[i, rows],
+                        None if best is None else best[at:at + n]))
+            at += n
+        return out
+
+    def losses(self, seqs: list[list[int]], full: bool = False):
+        """(mean soft cross-entropy, top-1 agreement per step, mean leading agreements, anchors).
+        Agreement: the head's guess is the base's choice (over the subset; with `full`, over
+        the base's whole vocabulary, so a choice outside the subset counts as missed)."""
+        k = self.head.config.steps
+        states, inputs, probs, picks = [], [], [], []
+        for hidden, logits, tokens, best in self.teacher(seqs, full):
+            m = tokens.numel() - k - 1  # anchors: rows with k real tokens after them
+            if m <= 0:
+                continue
+            p = F.softmax(logits, -1)
+            pick = self.head.vocab_ids[logits.argmax(-1)] if best is None else best
+            states.append(hidden[:m])
+            inputs.append(torch.stack([tokens[1 + j:1 + j + m] for j in range(k)], -1))  # x[r+1..r+k]
+            probs.append(torch.stack([p[1 + j:1 + j + m] for j in range(k)], 1))  # base rows r+1..r+k
+            picks.append(torch.stack([pick[1 + j:1 + j + m] for j in range(k)], -1))
+        s, x, t, want = torch.cat(states), torch.cat(inputs), torch.cat(probs), torch.cat(picks)
+        loss, agree = 0.0, []
+        for j in range(k):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast):  # fp32 master weights
+                s = self.head.step(s, x[:, j])
+                logits = self.head.logits(s)
+            logp = F.log_softmax(logits.float(), -1)
+            loss = loss - (t[:, j] * logp).sum(-1).mean()
+            agree.append(self.head.vocab_ids[logp.argmax(-1)] == want[:, j])
+        hits = torch.stack(agree, -1).float()
+        leading = hits.cumprod(-1).sum(-1).mean()
+        return loss / k, hits.mean(0).tolist(), float(leading), s.shape[0]
+
+    def held_out(self) -> tuple[float, list[float], float]:
+        self.head.eval()
+        out = []
+        with torch.no_grad():
+            for i in range(0, len(self.held), self.args.batch):
+                loss, agree, leading, _ = self.losses(self.held[i:i + self.args.batch], full=True)
+                out.append((float(loss), agree, leading))
+        self.head.train()
+        n = len(out)
+        return (sum(o[0] for o in out) / n, [sum(o[1][j] for o in out) / n for j in range(len(out[0][1]))],
+                sum(o[2] for o in out) / n)
+
+    def log(self, row: dict) -> None:
+        path = self.run / "loss.csv"
+        new = not path.exists()
+        with path.open("a", newline="") as f:
+            w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
+            if new:
+                w.writeheader()
+            w.writerow({k: (f"{v:.5g}" if isinstance(v, float) else v) for k, v in row.items()})
+        print(json.dumps(row), flush=True)
+
+    def log_held(self) -> tuple:
+        held = self.held_out()
+        self.log({"split": "heldout", "step": self.step, "seconds": self.seconds, "loss": held[0],
+                  **{f"agree_{j + 1}": v for j, v in enumerate(held[1])}, "accepted": held[2]})
+        return held
+
+    def save(self, held: tuple | None = None) -> None:
+        cfg = self.head.config
+        corpus = ", ".join(self.args.corpus) if self.args.corpus else "the standard library (corpus.py's manifest)"
+        cfg.trained = {"steps": self.step, "seconds": round(self.seconds), "corpus": corpus,
+                       "objective": "soft cross-entropy to the frozen base's next-token distribution (on the "
+                                    "head's vocabulary) at each guessed slot, real tokens folded in",
+                       **({"held_out_loss": round(held[0], 4), "held_out_agreement": [round(x, 4) for x in held[1]],
+                           "held_out_leading": round(held[2], 4)} if held else (cfg.trained or {}))}
+        self.head.save(self.run / "head")
+        torch.save({"opt": self.opt.state_dict(), "step": self.step, "seconds": self.seconds}, self.run / "state.pt")
+
+    def train(self) -> None:
+        a = self.args
+        if self.step == 0:
+            self.log_held()
+        stop_at = time.monotonic() + a.minutes * 60
+        window, t_anchors, t_time = [], 0, 0.0
+        while time.monotonic() < stop_at and (a.max_steps is None or self.step < a.max_steps):
+            t0 = time.perf_counter()
+            seqs = [s for s in (self._sample(self.rng, self.train_files) for _ in range(2 * a.batch)) if s][:a.batch]
+            if not seqs:
+                continue
+            lr = self.lr_at()
+            for g in self.opt.param_groups:
+                g["lr"] = lr
+            loss, agree, leading, n = self.losses(seqs)
+            self.opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.head.parameters(), 1.0)
+            self.opt.step()
+            dt = time.perf_counter() - t0
+            self.step += 1
+            self.seconds += dt
+            window.append((float(loss.detach()), agree, leading))
+            t_anchors += n
+            t_time += dt
+            if self.step % a.log_every == 0:
+                w = len(window)
+                self.log({"split": "train", "step": self.step, "seconds": self.seconds, "lr": lr,
+                          "loss": sum(x[0] for x in window) / w,
+                          **{f"agree_{j + 1}": sum(x[1][j] for x in window) / w for j in range(len(agree))},
+                          "accepted": sum(x[2] for x in window) / w, "anchors_per_s": t_anchors / max(1e-9, t_time)})
+                window, t_anchors, t_time = [], 0, 0.0
+            if self.step % a.eval_every == 0:
+                self.save(self.log_held())
+        self.save(self.log_held())
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    add_arguments(p)
+    args = p.parse_args(argv)
+    return run(args)
+
+
+def run(args) -> int:
+    torch.set_num_threads(args.threads or 1)
+    HeadTrainer(args).train()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

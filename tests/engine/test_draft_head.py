@@ -1,0 +1,162 @@
+"""The draft head (draft_head.py): its guesses after the newest committed token are the next
+pass's draft, checked by the base like any draft, so fills never change; a head that guesses
+right saves passes; training it (training/draft_head.py) raises its agreement with the base.
+
+A tiny random shifted-logit model decoded in blocks of 1 (the default model's decoding), fp32,
+so "the same" is exact."""
+
+import csv
+from pathlib import Path
+
+import pytest
+import torch
+
+from dllm_engine import draft_head
+from dllm_engine.checkpoint import load
+from dllm_engine.model_config import CheckpointError
+from dllm_engine.protocol import Hole, InfillRequest
+
+ROOT = Path(__file__).resolve().parents[2]
+HOLES = [Hole(prefix="def add(a, b):\n    return ", suffix="\n", max_tokens=12),
+         Hole(prefix="x = 1\ny = ", suffix="\nprint(x + y)\n", max_tokens=10),
+         Hole(prefix="import os\n\npath = os.", suffix="\n", max_tokens=14)]
+
+
+def random_head(model, scale=0.5, seed=0, vocab=None):
+    torch.manual_seed(seed)
+    cfg = model.config
+    ids = torch.arange(cfg.vocab_size if vocab is None else vocab)
+    head = draft_head.DraftHead(draft_head.DraftHeadConfig(cfg.hidden_size, inner=32, blocks=1, steps=3,
+                                                           vocab=ids.numel()), model.model.embed_tokens.weight, ids)
+    with torch.no_grad():
+        for p in head.parameters():
+            p.normal_(std=scale)
+    return head
+
+
+@pytest.fixture(scope="module")
+def head_dir(tiny_shifted_model, tmp_path_factory):
+    loaded = load(str(tiny_shifted_model))
+    folder = tmp_path_factory.mktemp("head")
+    random_head(loaded.model).save(folder)
+    return folder
+
+
+def engine_for(model, **kw):
+    from dllm_engine.engine import Engine, EngineConfig
+
+    return Engine(EngineConfig(model=str(model), threads=1, dtype="float32", heal=False, **kw))
+
+
+def test_a_saved_head_loads_back_the_same(tiny_shifted_model, head_dir):
+    loaded = load(str(tiny_shifted_model))
+    head = draft_head.attach(loaded, str(head_dir))
+    fresh = random_head(loaded.model)
+    hidden, tokens = torch.randn(4, loaded.config.hidden_size), torch.tensor([5, 6, 7, 8])
+    assert head.vocab_ids.tolist() == fresh.vocab_ids.tolist()
+    # bf16 on disk: the same guesses as the head it was saved from, rounded the same way
+    assert torch.equal(head.guess(hidden, tokens, 3), fresh.to(torch.bfloat16).float().guess(hidden, tokens, 3))
+    assert head.guess(hidden, tokens, 0).shape == (4, 0)
+
+
+def test_fills_are_the_same_with_the_head_on_and_off(tiny_shifted_model, head_dir):
+    on = engine_for(tiny_shifted_model, draft_head=str(head_dir))
+    off = engine_for(tiny_shifted_model, draft_head="none")
+    try:
+        assert on.draft_head is not None and off.draft_head is None
+        alone_on = [on.infill(InfillRequest(holes=[h])).holes[0] for h in HOLES]
+        alone_off = [off.infill(InfillRequest(holes=[h])).holes[0] for h in HOLES]
+        batched = on.infill(InfillRequest(holes=HOLES)).holes
+        for a, b, c in zip(alone_on, alone_off, batched):
+            assert a.text == b.text == c.text
+            assert a.tokens == b.tokens == c.tokens
+    finally:
+        on.shutdown()
+        off.shutdown()
+
+
+def test_a_head_that_guesses_right_saves_passes(tiny_shifted_model, head_dir, monkeypatch):
+    """A head whose guesses are the base's own next tokens (the canvas of a run without it):
+    every pass after the first checks its guess and keeps it, so the fill takes far fewer
+    passes. This checks that the head starts from the right row and token: a head fed the
+    token before or after the newest committed one would guess wrong, and nothing would be kept."""
+    from dllm_engine.engine import Engine
+
+    canvases = []
+    finish = Engine._finish_hole
+
+    def record(self, a, reason):
+        canvases.append(a.canvas.tolist())
+        return finish(self, a, reason)
+
+    monkeypatch.setattr(Engine, "_finish_hole", record)
+    off = engine_for(tiny_shifted_model, draft_head="none", draft_tokens=3)
+    try:
+        plain = off.infill(InfillRequest(holes=[HOLES[0]])).holes[0]
+    finally:
+        off.shutdown()
+    truth = canvases[0]
+    assert plain.passes >= 6
+    seen = []
+
+    def oracle(self, hidden, tokens, steps):
+        # The slot of the token the head was given: the first match after the last one seen.
+        at = next(i for i in range((seen[-1] if seen else -1) + 1, len(truth)) if truth[i] == int(tokens[0]))
+        seen.append(at)
+        guess = truth[at + 1:at + 1 + steps]
+        return torch.tensor([guess + [0] * (steps - len(guess))])
+
+    monkeypatch.setattr(draft_head.DraftHead, "guess", oracle)
+    on = engine_for(tiny_shifted_model, draft_head=str(head_dir), draft_tokens=3)
+    try:
+        res = on.infill(InfillRequest(holes=[HOLES[0]])).holes[0]
+    finally:
+        on.shutdown()
+    assert res.text == plain.text
+    assert seen[0] == 0  # after the first pass, the head starts from slot 0's token
+    assert res.passes <= (plain.passes + 3) // 4 + 2, (res.passes, plain.passes)
+
+
+def test_attach_refuses_what_does_not_fit(tiny_shifted_model, tmp_path):
+    loaded = load(str(tiny_shifted_model))
+    assert draft_head.attach(loaded, "none") is None
+    assert draft_head.attach(loaded, "shipped") is None  # a folder model names no base: nothing shipped
+    with pytest.raises(CheckpointError, match="no draft_head.json"):
+        draft_head.attach(loaded, str(tmp_path))
+    other = draft_head.DraftHead(draft_head.DraftHeadConfig(hidden_size=16, vocab=4), torch.zeros(10, 16),
+                                 torch.arange(4))
+    other.save(tmp_path / "other")
+    with pytest.raises(CheckpointError, match="does not fit"):
+        draft_head.attach(loaded, str(tmp_path / "other"))
+
+
+def test_code_vocabulary_keeps_the_most_frequent_and_the_named():
+    counts = torch.tensor([5, 0, 9, 1, 7, 0])
+    assert draft_head.code_vocabulary(counts, 3).tolist() == [0, 2, 4]
+    assert draft_head.code_vocabulary(counts, 3, always=[5]).tolist() == [2, 4, 5]
+
+
+def held(run: Path, field: str) -> list[float]:
+    with (run / "loss.csv").open() as f:
+        return [float(r[field]) for r in csv.DictReader(f) if r["split"] == "heldout"]
+
+
+def test_training_raises_the_held_out_agreement_and_resumes(tmp_path):
+    from dllm_engine.training import draft_head as trainer
+
+    torch.manual_seed(0)
+    run = tmp_path / "run"
+    common = ["--model", "small", "--run", str(run), "--corpus", str(ROOT / "engine" / "dllm_engine"),
+              "--steps", "2", "--inner", "64", "--blocks", "1", "--vocab", "512", "--lr", "3e-3", "--warmup", "2",
+              "--tail", "48", "--prefix-max", "96", "--suffix-max", "32", "--held", "4", "--log-every", "5",
+              "--eval-every", "1000"]
+    trainer.main([*common, "--max-steps", "25", "--minutes", "5"])
+    losses = held(run, "loss")
+    assert losses[-1] < 0.9 * losses[0]
+    assert held(run, "agree_1")[-1] > held(run, "agree_1")[0]
+    saved = draft_head.DraftHeadConfig.load(run / "head" / "draft_head.json")
+    assert (saved.steps, saved.vocab, saved.trained["steps"]) == (2, 512, 25)
+    trainer.main([*common, "--max-steps", "27", "--minutes", "5"])
+    resumed = draft_head.DraftHeadConfig.load(run / "head" / "draft_head.json")
+    assert resumed.trained["steps"] == 27
+    assert len(held(run, "loss")) == len(losses) + 1  # no second step-0 evaluation: the run went on

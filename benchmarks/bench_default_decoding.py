@@ -14,6 +14,8 @@ An arm `weights:drafts:rows=N` also runs N draft rows a pass (draft_adapter.py; 
 adapter, or `adapter=FOLDER`); an arm without `rows=` runs none (drafting from the text alone).
 An arm `weights:drafts:exact` runs with every row count sent to the projections as it is
 (no row_buckets.py padding: the code before issue 16 defect 8), to measure the padding's cost.
+An arm `weights:drafts:head=FOLDER` guesses with that draft head (draft_head.py) when the text
+offers no draft; `head=none` runs without one (the default is the shipped head, if any).
 An arm `weights:drafts:cand=N` asks for best of N (DiffusionParams.candidates, candidates.py).
 "exact" counts the fills equal to the line that was cut out (held-out exact match).
 
@@ -85,13 +87,15 @@ def main() -> int:
         return mock.patch.object(row_buckets, "bucket_rows", lambda rows: rows) if "exact" in arm[2:] and row_buckets \
             else contextlib.nullcontext()
 
-    def options(arm):  # rows=N, adapter=FOLDER (an engine before draft rows takes neither)
+    def options(arm):  # rows=N, adapter=FOLDER, head=FOLDER|none (an engine before them takes none)
         opts = dict(o.split("=", 1) for o in arm[2:] if "=" in o)
         out = {"draft_rows": int(opts.get("rows", 0))} if "rows" in opts else {}
         if "adapter" in opts:
             out["draft_adapter"] = opts["adapter"]
         if "draft_rows" in EngineConfig.__dataclass_fields__ and "draft_rows" not in out:
             out["draft_rows"] = 0
+        if "head" in opts:
+            out["draft_head"] = opts["head"]
         return out
 
     def params(arm):  # cand=N: best of N (an engine before candidates takes only the default)

@@ -2,7 +2,10 @@
 
 A request with `params.candidates` N > 1 runs as N copies of each hole, side by side in the
 same passes: copy 0 is the request's own fill (greedy by default, exactly the fill without
-best of N), copies 1..N-1 sample at CANDIDATE_TEMPERATURE with their own seeds. When all
+best of N); copies 1..N-1 are branches where the code after the hole names something the
+fill may be about (branches.py: the copy's prefix gets that name, and the copy's fill
+continues it greedily), and samples at CANDIDATE_TEMPERATURE with their own seeds for the
+copies left over. When all
 are done, one causal pass scores each distinct fill with the code after it
 (candidate_scoring.py) and the highest wins; ties and any failure keep copy 0. A hole whose
 copies ran out of time keeps copy 0 unscored; a sample still running well after copy 0
@@ -19,6 +22,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 
+from .branches import branch_prefix, branch_words
 from .candidate_scoring import score_fills
 from .protocol import Hole, HoleResult, InfillRequest
 
@@ -32,13 +36,26 @@ SAMPLE_PASSES_FACTOR, SAMPLE_PASSES_SLACK = 1.5, 2
 
 
 def expand(request: InfillRequest, n: int) -> InfillRequest:
-    """The request the scheduler runs: hole i's copies at indices i*n .. i*n + n-1."""
-    return dataclasses.replace(request, holes=[h for h in request.holes for _ in range(n)])
+    """The request the scheduler runs: hole i's copies at indices i*n .. i*n + n-1; copies
+    1.. start with the hole's branch words (as typed into their prefix), then plain copies."""
+    holes = []
+    for h in request.holes:
+        words = branch_words(h.prefix, h.suffix, n - 1) if request.params.temperature == 0 else []
+        holes.append(h)
+        holes += [dataclasses.replace(h, prefix=branch_prefix(h.prefix, w)) for w in words]
+        holes += [h] * (n - 1 - len(words))
+    return dataclasses.replace(request, holes=holes)
 
 
-def sampling_for(index: int, n: int, temperature: float) -> float:
-    """The temperature copy `index` of an expanded request samples at (the request's own for copy 0)."""
-    if n <= 1 or index % n == 0 or temperature > 0:
+def branch_text(original: Hole, copy: Hole) -> str:
+    """What a copy's prefix has beyond the caller's hole's (a branch's typed name; "" for a plain copy)."""
+    return copy.prefix[len(original.prefix):]
+
+
+def sampling_for(index: int, n: int, temperature: float, branch: bool = False) -> float:
+    """The temperature copy `index` of an expanded request samples at (the request's own for
+    copy 0 and for a branch, which continues its name as the request would)."""
+    if n <= 1 or index % n == 0 or temperature > 0 or branch:
         return temperature
     return CANDIDATE_TEMPERATURE
 
@@ -52,9 +69,15 @@ def outlasted(active) -> bool:
     return first is not None and active.passes >= SAMPLE_PASSES_FACTOR * first.passes + SAMPLE_PASSES_SLACK
 
 
-def choose(engine, holes: list[Hole], results: list[HoleResult], n: int) -> list[HoleResult]:
-    """One result per original hole from its n copies' results."""
-    return [_best(engine, hole, results[i * n:(i + 1) * n]) for i, hole in enumerate(holes)]
+def choose(engine, holes: list[Hole], results: list[HoleResult], n: int, copies: list[Hole]) -> list[HoleResult]:
+    """One result per original hole from its n copies' results (`copies`: the expanded
+    request's holes; a branch's fill gets its typed name back in front)."""
+    out = []
+    for i, hole in enumerate(holes):
+        group = [r if r is None or not branch_text(hole, c) else dataclasses.replace(r, text=branch_text(hole, c) + r.text)
+                 for r, c in zip(results[i * n:(i + 1) * n], copies[i * n:(i + 1) * n])]
+        out.append(_best(engine, hole, group))
+    return out
 
 
 def _best(engine, hole: Hole, group: list[HoleResult]) -> HoleResult:

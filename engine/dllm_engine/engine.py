@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from .candidates import choose, expand, outlasted, sampling_for
+from .candidates import branch_text, choose, expand, outlasted, sampling_for
 from .canvas_rules import advance, fill_tokens, forget_rewritten, remask, stop_token_mask
 from .checkpoint import LoadedModel, load
 from .context_cache import context_budget_bytes
@@ -431,7 +431,9 @@ class Engine:
         length = min(length, hole.max_tokens)
         params = state.request.params
         gen = None
-        temperature = sampling_for(index, state.candidates, params.temperature)
+        n = state.candidates
+        branch = n > 1 and bool(branch_text(state.holes[index // n], hole))
+        temperature = sampling_for(index, n, params.temperature, branch)
         if temperature > 0:
             gen = torch.Generator(device=self.runner.device).manual_seed(params.seed * 1000003 + index)
         canvas = torch.full((length,), self.special.mask, dtype=torch.long, device=self.runner.device)
@@ -782,7 +784,7 @@ class Engine:
         now = time.monotonic()
         holes = list(state.results)
         if state.candidates > 1:
-            holes = choose(self, state.holes, holes, state.candidates)
+            holes = choose(self, state.holes, holes, state.candidates, state.request.holes)
         result = InfillResult(
             request_id=state.request.request_id,
             holes=holes,

@@ -61,12 +61,15 @@ def test_best_of_n_keeps_the_best_scored_of_the_copies_it_ran(engine):
     n = 4
     best = _fill(engine, candidates=n).holes[0]
     greedy = _fill(engine).holes[0]
-    # The copies as the engine ran them: copy 0 greedy, copies k sampled with seed index k; a
-    # sample that would still run SAMPLE_PASSES_* after the greedy fill ended was cut.
+    # The copies as the engine ran them: copy 0 greedy, copy 1 the branch on `total` (the name
+    # the suffix returns: branches.py), greedy after it, copies k > 1 sampled with seed index k;
+    # a copy that would still run SAMPLE_PASSES_* after the greedy fill ended was cut.
     allowance = SAMPLE_PASSES_FACTOR * greedy.passes + SAMPLE_PASSES_SLACK
+    branch = engine.infill(InfillRequest(holes=[Hole(prefix=PREFIX + "total", suffix=SUFFIX, max_tokens=12,
+                                                     stop=("\n",))]), timeout=120).holes[0]
     sampled = _fill(engine, temperature=0.8, copies=n).holes
-    kept = [h.text for h in sampled[1:] if h.passes - 1 < allowance]
-    texts = list(dict.fromkeys([greedy.text] + kept))
+    kept = [("total" + branch.text, branch.passes)] + [(h.text, h.passes) for h in sampled[2:]]
+    texts = list(dict.fromkeys([greedy.text] + [t for t, passes in kept if passes - 1 < allowance]))
     assert len(texts) > 1, "the samples should differ from the greedy fill on a random model"
     scores = engine.between_passes(lambda: score_fills(engine, PREFIX, SUFFIX, texts))
     assert best.text == texts[max(range(len(texts)), key=lambda i: (scores[i], -i))]

@@ -45,6 +45,8 @@ def add_arguments(p) -> None:
                    help="the in-process engine's draft rows per pass (draft_adapter.py; 0: off; default: the engine's)")
     p.add_argument("--draft-adapter", default=None,
                    help="the in-process engine's draft adapter: shipped, none, or a folder (default: shipped)")
+    p.add_argument("--draft-head", default=None,
+                   help="the in-process engine's draft head (draft_head.py): shipped, none, or a folder (default: shipped)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-json")
     p.add_argument("--out-md")

@@ -65,6 +65,7 @@ def add_arguments(p) -> None:
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu, or cuda (the same recipe on one GPU, larger --batch)")
 
 
 def corpus_counts(tok, files: list[str], vocab_size: int, limit: int = 400) -> torch.Tensor:
@@ -83,7 +84,8 @@ class HeadTrainer:
     def __init__(self, args) -> None:
         self.args = args
         torch.manual_seed(args.seed)
-        loaded = load(args.model, dtype=torch.bfloat16)
+        self.device = torch.device(args.device)
+        loaded = load(args.model, device=self.device, dtype=torch.bfloat16)
         self.model, self.cfg, self.tok = loaded.model, loaded.config, loaded.tokenizer
         for p in self.model.parameters():
             p.requires_grad_(False)
@@ -104,13 +106,15 @@ class HeadTrainer:
                                               steps=args.steps, vocab=int(ids.numel()),
                                               base=self.cfg.extra.get("base", ""), base_key=loaded.path.name)
             self.head = draft_head.DraftHead(hcfg, embed, ids)
-        self.head.float().train()
+        self.head.float().to(self.device).train()
         from ..cpu_features import native_bf16
 
-        self.autocast = native_bf16()
+        # bf16 products over fp32 master weights where the device multiplies bf16 natively
+        self.autocast = self.device.type == "cuda" or native_bf16()
         # The base's head cut to the same tokens: the teacher's logits over the subset.
         self.sub_head = torch.nn.Linear(self.cfg.hidden_size, self.head.vocab_ids.numel(), bias=False)
         self.sub_head.weight = torch.nn.Parameter(embed.detach()[self.head.vocab_ids].clone(), requires_grad=False)
+        self.column = self.column.to(self.device)
         # The subset's column of every base token (-1: not in it), for the agreement counts.
         self.column = torch.full((self.cfg.vocab_size,), -1, dtype=torch.long)
         self.column[self.head.vocab_ids] = torch.arange(self.head.vocab_ids.numel())
@@ -150,10 +154,11 @@ class HeadTrainer:
         for i, q in enumerate(seqs):
             real[i, :len(q)] = torch.tensor(q)
             want[i, max(1, len(q) - a.tail - k - 1):len(q)] = True
+        real, want = real.to(self.device), want.to(self.device)
         with torch.no_grad():
             full_head, self.model.lm_head = self.model.lm_head, self.sub_head
             try:
-                logits, _ = self.model(real, torch.arange(s)[None].expand(b, -1),
+                logits, _ = self.model(real, torch.arange(s, device=self.device)[None].expand(b, -1),
                                        mask=causal_mask(0, s, real.device), logits_rows=want, compact=True)
             finally:
                 self.model.lm_head = full_head
@@ -187,7 +192,7 @@ class HeadTrainer:
         s, x, t, want = torch.cat(states), torch.cat(inputs), torch.cat(probs), torch.cat(picks)
         loss, agree = 0.0, []
         for j in range(k):
-            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.autocast):  # fp32 master weights
+            with torch.autocast(self.device.type, dtype=torch.bfloat16, enabled=self.autocast):
                 s = self.head.step(s, x[:, j])
                 logits = self.head.logits(s)
             logp = F.log_softmax(logits.float(), -1)

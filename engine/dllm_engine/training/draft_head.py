@@ -114,10 +114,6 @@ class HeadTrainer:
         # The base's head cut to the same tokens: the teacher's logits over the subset.
         self.sub_head = torch.nn.Linear(self.cfg.hidden_size, self.head.vocab_ids.numel(), bias=False)
         self.sub_head.weight = torch.nn.Parameter(embed.detach()[self.head.vocab_ids].clone(), requires_grad=False)
-        self.column = self.column.to(self.device)
-        # The subset's column of every base token (-1: not in it), for the agreement counts.
-        self.column = torch.full((self.cfg.vocab_size,), -1, dtype=torch.long)
-        self.column[self.head.vocab_ids] = torch.arange(self.head.vocab_ids.numel())
         params = [p for p in self.head.parameters() if p.requires_grad]
         self.opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0, betas=(0.9, 0.98))
         state = self.run / "state.pt"

@@ -15,6 +15,7 @@ from typing import Any
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
 
 from ..syntax.context import CompletionContext, ContextBudget, completion_context, range_context, with_snippets
+from ..syntax.indentation import leading
 from ..syntax.shaping import shape_completion
 from .documents import Document
 from .options import ServerOptions
@@ -78,7 +79,23 @@ def plan_completion(doc: Document, offset: int, options: ServerOptions, open_doc
         log.debug("no completion at %s:%d: %s", doc.uri, offset, ctx.reason)
         return None
     hole = engine_hole(ctx, doc.language, ctx.max_tokens, ctx.bucket)
+    indent = block_indent(ctx, doc.syntax_language)
+    if indent:  # the engine stops the fill where shaping would cut it (stop_at_dedent)
+        hole = dataclasses.replace(hole, stop_indent=indent)
     return Plan(doc.uri, doc.version, doc.text, offset, ctx, doc.syntax_language, tree, hole)
+
+
+def block_indent(ctx: CompletionContext, language: Any) -> int | None:
+    """For a multi-line completion in an indented language: the least indentation a later
+    line of the fill may have and stay in the block (shaping's stop_at_dedent, whose
+    bound can only be higher), else None. After a block opener (`def f():` before the
+    cursor) a line must be indented deeper than the opener's; on a blank line, at least
+    as deep as the cursor."""
+    if ctx.kind not in ("multiline", "block") or not (language is None or language.indent_style == "indent"):
+        return None
+    line = ctx.prefix[ctx.prefix.rfind("\n") + 1:]
+    indent = len(leading(line)) + 1 if line.strip() else len(line)
+    return indent or None
 
 
 def engine_hole(ctx: CompletionContext, language: Any, max_tokens: int, bucket: int | None) -> Hole:

@@ -32,6 +32,7 @@ from .context_cache import context_budget_bytes
 from .denoise import SpecialIds, denoise_pass, sample_tokens
 from .draft_adapter import attach as attach_draft_adapter
 from .engine_calls import EngineCalls
+from .dedent_stop import dedent_cut
 from .draft_head import attach as attach_draft_head
 from .drafting import accepted_run, canvas_drafts, row_drafts
 from .cpu_features import native_bf16
@@ -621,7 +622,7 @@ class Engine:
             a.canvas = self.runner.edit_canvas(new_canvases[row, :n].clone(), commit[row, :n], a.max_tokens)
             if a.remask_budget > 0 and window is None:  # a finished block is final (and may be in the context)
                 remask(a, self.special, out.token_prob[row], commit[row])
-            reason = advance(a, self.special) or ("cancelled" if outlasted(a) else None)
+            reason = advance(a, self.special) or self._left_block(a) or ("cancelled" if outlasted(a) else None)
             forget_rewritten(a, new_canvases[row, :n])
             if reason:
                 finished.append((a, reason))
@@ -724,6 +725,15 @@ class Engine:
             if keep > 0:
                 a.head_draft = (last + 1, guess[:keep])
 
+    def _left_block(self, a: ActiveHole) -> str | None:
+        """"end" once the committed head of a hole with `stop_indent` holds a line that
+        leaves its block (dedent_stop.py); _finish_hole cuts the text there."""
+        indent = a.state.request.holes[a.index].stop_indent
+        if not indent:
+            return None
+        text = self._visible(self.tokenizer.decode(fill_tokens(a, self.special)), a)
+        return "end" if dedent_cut(text, indent) >= 0 else None
+
     def _restrict_first_slot(self, logits, canvases, masked, active, healed: list[int], compact: bool) -> None:
         """Ban every token that does not extend the backed-up word at slot 0 of the healed
         rows, while that slot is masked (no host sync: the ban is all-False otherwise)."""
@@ -769,6 +779,10 @@ class Engine:
         text = self._visible(self.tokenizer.decode(tokens), a)
         stop = a.state.request.holes[a.index].stop
         cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)
+        if cut >= 0:
+            text, reason = text[:cut], "end"
+        indent = a.state.request.holes[a.index].stop_indent
+        cut = dedent_cut(text, indent) if indent else -1
         if cut >= 0:
             text, reason = text[:cut], "end"
         a.state.results[a.index] = HoleResult(

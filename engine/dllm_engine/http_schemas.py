@@ -70,6 +70,7 @@ class HoleBody(_Body):
     max_tokens: int = Field(Hole.max_tokens, ge=1, le=1024)
     bucket: int | None = Field(Hole.bucket, ge=1, le=1024)
     stop: list[StopText] = Field(default_factory=list, max_length=8)
+    stop_indent: int | None = Field(Hole.stop_indent, ge=1, le=1024)
 
     def build(self) -> Hole:
         return Hole(**self.model_dump())

@@ -104,6 +104,11 @@ class Hole:
     # completion). A committed token holding one also ends the canvas there, so the
     # slots after it are never denoised: fewer passes, not just a shorter answer.
     stop: tuple[str, ...] = ()
+    # The fill ends before its first later line indented less than this many characters of
+    # leading whitespace (a line that leaves the block the fill is in; blank lines do not
+    # count, nor does the fill's first line): a multi-line completion in an indented language
+    # stops where the editor would cut it, instead of running to max_tokens.
+    stop_indent: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, list):
@@ -120,6 +125,8 @@ class Hole:
             raise ProtocolError(f"max_tokens must be an integer in [1, 1024], got {self.max_tokens!r}")
         if self.bucket is not None and (not _is_int(self.bucket) or not (1 <= self.bucket <= self.max_tokens)):
             raise ProtocolError(f"bucket must be an integer in [1, max_tokens], got {self.bucket!r}")
+        if self.stop_indent is not None and (not _is_int(self.stop_indent) or not (1 <= self.stop_indent <= 1024)):
+            raise ProtocolError(f"stop_indent must be an integer in [1, 1024], got {self.stop_indent!r}")
 
 
 def validate_scheduling(priority: object, deadline_s: object) -> None:

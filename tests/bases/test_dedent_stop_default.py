@@ -1,0 +1,30 @@
+"""Hole.stop_indent on the default model: a multi-line fill ends where its block does, in fewer
+passes, with the text of the fill without it cut by the same rule. fp32, so "the same" is exact."""
+
+import pytest
+
+from dllm_engine.dedent_stop import dedent_cut
+from dllm_engine.protocol import Hole, InfillRequest
+
+
+@pytest.fixture(scope="module")
+def engine():
+    from dllm_engine.engine import Engine, EngineConfig
+
+    e = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
+    yield e
+    e.shutdown()
+
+
+PREFIX = "def read_lines(path):\n    lines = []\n    with open(path) as f:\n        "
+SUFFIX = "\n    return lines\n"
+
+
+def test_a_multi_line_fill_stops_where_its_block_ends(engine):
+    free = engine.infill(InfillRequest(holes=[Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=64)])).holes[0]
+    cut = dedent_cut(free.text, 8)
+    assert cut >= 0, f"the free fill never left its block: {free.text!r}"
+    stopped = engine.infill(InfillRequest(holes=[Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=64,
+                                                      stop_indent=8)])).holes[0]
+    assert stopped.text == free.text[:cut] and stopped.finish_reason == "end"
+    assert stopped.passes < free.passes

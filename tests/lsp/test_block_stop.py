@@ -1,0 +1,38 @@
+"""A multi-line completion in an indented language carries `stop_indent` (the engine stops the
+fill where shaping's stop_at_dedent would cut it); a single line, a braces language and a
+range edit do not."""
+
+from lsprotocol import types
+
+from dllm_lsp.server.documents import DocumentStore
+from dllm_lsp.server.infill import plan_completion, plan_range
+from dllm_lsp.server.options import ServerOptions
+
+
+def plan(text: str, uri: str = "file:///t.py", language_id: str = "python"):
+    store = DocumentStore()
+    doc = store.open(types.TextDocumentItem(uri=uri, language_id=language_id, version=1, text=text.replace("█", "")))
+    return plan_completion(doc, text.index("█"), ServerOptions(), {})
+
+
+def test_a_block_body_stops_below_the_cursor_s_indentation():
+    p = plan("def count(path):\n    total = 0\n    for line in open(path):\n        █\n    return total\n")
+    assert p.ctx.kind in ("multiline", "block") and p.hole.stop_indent == 8
+
+
+def test_after_a_block_opener_a_line_must_be_deeper_than_the_opener():
+    p = plan("class A:\n    def f(self):█\n")
+    assert p.ctx.kind == "block" and p.hole.stop_indent == 5
+
+
+def test_no_stop_for_a_line_a_braces_language_or_a_range_edit():
+    line = plan("def f(x):\n    return x +█\n")
+    assert line.ctx.kind == "line" and line.hole.stop_indent is None and line.hole.stop == ("\n",)
+    js = plan("function f(x) {\n    █\n}\n", uri="file:///t.js", language_id="javascript")
+    assert js.ctx.kind != "line" and js.hole.stop_indent is None
+    store = DocumentStore()
+    text = "def f(xs):\n    for x in xs:\n        print(x)\n        print(x * 2)\n"
+    doc = store.open(types.TextDocumentItem(uri="file:///r.py", language_id="python", version=1, text=text))
+    start = text.index("        print(x)")
+    _, hole = plan_range(doc, start, text.index("\n", text.index("x * 2")), ServerOptions())
+    assert hole.stop_indent is None

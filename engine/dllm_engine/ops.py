@@ -14,7 +14,6 @@ import torch
 import torch.nn.functional as F
 from dllm_kernels import dispatch as kernels
 
-from . import few_query_attention as few_query
 from .attention_buckets import pad_attention
 from .row_buckets import needs_buckets
 
@@ -95,10 +94,7 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Ten
     after them (attention_buckets.pad_attention pads with its rows instead of copying)."""
     if needs_buckets(q):  # CPU bf16/fp16: a bounded set of kernel shapes
         s = q.shape[-2]
-        q, k, v, mask = pad_attention(q, k, v, mask, keys)
-        if few_query.applies(q, k):  # a decoding pass's few rows over a long context
-            return few_query.few_query_attention(q, k, v, mask)[:, :, :s]
-        return _attention(q, k, v, mask)[:, :, :s]
+        return _attention(*pad_attention(q, k, v, mask, keys))[:, :, :s]
     if keys is not None:
         k, v = k[:, :, :keys], v[:, :, :keys]
     return _attention(q, k, v, mask)

@@ -77,3 +77,9 @@ def pick_device(requested: str | None) -> str:
     if requested == "cuda" and not torch.cuda.is_available():
         raise SystemExit("--device cuda requested but torch sees no CUDA device")
     return requested
+
+
+def pct(values: list[float], q: float) -> float:
+    """The q-quantile of `values` (nearest rank), as the benchmarks quote p50 / p95."""
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]

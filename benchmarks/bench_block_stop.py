@@ -21,7 +21,7 @@ import sysconfig
 import time
 from pathlib import Path
 
-from _bench_common import cpu_name
+from _bench_common import cpu_name, pct
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "engine"), str(ROOT / "kernels")]
@@ -44,11 +44,6 @@ def block_holes(count: int, seed: int) -> list[tuple[str, str, int]]:
                 holes.append((prefix[-3000:], ("\n" + "\n".join(lines[i + 2:]))[:2000], indent))
     random.Random(seed).shuffle(holes)
     return holes[:count]
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def main() -> int:

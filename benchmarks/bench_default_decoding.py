@@ -38,7 +38,7 @@ from unittest import mock
 
 import torch
 
-from _bench_common import cpu_name
+from _bench_common import cpu_name, pct
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -56,11 +56,6 @@ def cut_holes(count: int, seed: int) -> list[tuple[str, str, str]]:
             holes.append(("".join(lines[:i]) + indent, "\n" + "".join(lines[i + 1:]), body))
     random.Random(seed).shuffle(holes)
     return holes[:count]
-
-
-def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def main() -> int:

@@ -21,9 +21,6 @@ accept) go to a CSV.
 from __future__ import annotations
 
 import argparse
-import csv
-import json
-import math
 import random
 import time
 from pathlib import Path
@@ -35,6 +32,7 @@ from .. import draft_head
 from ..checkpoint import load
 from ..layout import causal_mask
 from .corpus import build_manifest, default_roots
+from .distill_run import DistillRun
 from .draft_rows import sample_sequence
 
 FIELDS = ["split", "step", "seconds", "lr", "loss", "agree_1", "agree_2", "agree_3", "agree_4", "accepted",
@@ -80,7 +78,9 @@ def corpus_counts(tok, files: list[str], vocab_size: int, limit: int = 400) -> t
     return counts
 
 
-class HeadTrainer:
+class HeadTrainer(DistillRun):
+    FIELDS = FIELDS
+
     def __init__(self, args) -> None:
         self.args = args
         torch.manual_seed(args.seed)
@@ -131,12 +131,6 @@ class HeadTrainer:
     def _sample(self, rng, files):
         a = self.args
         return sample_sequence(rng, files, self.tok, self.cfg, a.suffix_max, a.prefix_max, a.middle_max)
-
-    def lr_at(self) -> float:
-        a = self.args
-        warm = min(1.0, (self.step + 1) / a.warmup)
-        frac = min(1.0, self.seconds / max(1.0, a.decay_minutes * 60))
-        return a.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
 
     def teacher(self, seqs: list[list[int]], full: bool = False):
         """Per sequence (hidden [n, D], the base's logits over the head's vocabulary [n, Vs],
@@ -209,16 +203,6 @@ class HeadTrainer:
         n = len(out)
         return (sum(o[0] for o in out) / n, [sum(o[1][j] for o in out) / n for j in range(len(out[0][1]))],
                 sum(o[2] for o in out) / n)
-
-    def log(self, row: dict) -> None:
-        path = self.run / "loss.csv"
-        new = not path.exists()
-        with path.open("a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
-            if new:
-                w.writeheader()
-            w.writerow({k: (f"{v:.5g}" if isinstance(v, float) else v) for k, v in row.items()})
-        print(json.dumps(row), flush=True)
 
     def log_held(self) -> tuple:
         held = self.held_out()

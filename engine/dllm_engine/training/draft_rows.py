@@ -21,9 +21,6 @@ to the run folder; the loss and the held-out top-1 agreement per row go to a CSV
 from __future__ import annotations
 
 import argparse
-import csv
-import json
-import math
 import random
 import time
 from pathlib import Path
@@ -35,6 +32,7 @@ from .. import draft_adapter
 from ..checkpoint import load
 from ..layout import causal_mask
 from .corpus import build_manifest, default_roots
+from .distill_run import DistillRun
 from .draft_rows_args import add_arguments
 
 FIELDS = ["split", "step", "seconds", "lr", "loss", "agree_1", "agree_2", "agree_3", "agree_4", "rows_per_s"]
@@ -101,7 +99,9 @@ def draft_batch(seqs: list[list[int]], anchors: list[list[int]], rows: int, mask
     return ids, pos, mask, used, teacher
 
 
-class DraftTrainer:
+class DraftTrainer(DistillRun):
+    FIELDS = FIELDS
+
     def __init__(self, args) -> None:
         self.args = args
         torch.manual_seed(args.seed)
@@ -149,12 +149,6 @@ class DraftTrainer:
         a = self.args
         return sample_sequence(rng, files, self.tok, self.cfg, a.suffix_max, a.prefix_max, a.middle_max)
 
-    def lr_at(self) -> float:
-        a = self.args
-        warm = min(1.0, (self.step + 1) / a.warmup)
-        frac = min(1.0, self.seconds / max(1.0, a.decay_minutes * 60))
-        return a.lr * warm * (0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * frac)))
-
     def losses(self, seqs: list[list[int]], rng: random.Random):
         """(mean KL over draft rows, top-1 agreement per row [rows]) for a batch of sequences."""
         a, cfg, model = self.args, self.cfg, self.model
@@ -195,16 +189,6 @@ class DraftTrainer:
                 agrees.append(per_row)
         self.adapter.train()
         return sum(kls) / len(kls), [sum(r[k] for r in agrees) / len(agrees) for k in range(len(agrees[0]))]
-
-    def log(self, row: dict) -> None:
-        path = self.run / "loss.csv"
-        new = not path.exists()
-        with path.open("a", newline="") as f:
-            w = csv.DictWriter(f, fieldnames=FIELDS, extrasaction="ignore")
-            if new:
-                w.writeheader()
-            w.writerow({k: (f"{v:.5g}" if isinstance(v, float) else v) for k, v in row.items()})
-        print(json.dumps(row), flush=True)
 
     def save(self, held: tuple[float, list[float]] | None = None) -> None:
         cfg = self.adapter.config

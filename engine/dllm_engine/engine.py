@@ -102,7 +102,9 @@ class EngineConfig:
     # The draft head (draft_head.py): "shipped" (the package's head for the model's base, if
     # any), "none", or a folder holding draft_head.json / .safetensors. After each pass it
     # guesses the next `draft_tokens` tokens from the base's hidden state at the newest
-    # committed token; the next pass checks them when the text offers no draft.
+    # committed token; the next pass checks them when the text offers no draft. No head is
+    # shipped yet: the one trained on a CPU saved 4% of passes and made each 22% dearer
+    # (benchmarks/RESULTS.md, thirteenth session), so "shipped" attaches none today.
     draft_head: str = "shipped"
 
     def __post_init__(self) -> None:

@@ -6,13 +6,39 @@ from __future__ import annotations
 import csv
 import json
 import math
+import random
+from pathlib import Path
+
+from .corpus import build_manifest, default_roots
 
 
 class DistillRun:
-    """Mixed into a trainer that has `args` (lr, warmup, decay_minutes), `step`, `seconds`
-    and `run` (its folder), and names its CSV columns in FIELDS."""
+    """Mixed into a trainer that has `args` (lr, warmup, decay_minutes, corpus), `step`,
+    `seconds`, `run` (its folder) and `_sample(rng, files)` (one sequence or None), and names
+    its CSV columns in FIELDS."""
 
     FIELDS: list[str] = []
+
+    def split_corpus(self) -> None:
+        """`train_files` and `held_files` from the corpus manifest (--corpus, or the standard
+        library); a corpus too small to hold any file out holds out its last one."""
+        a = self.args
+        manifest = build_manifest([Path(r) for r in a.corpus] if a.corpus else default_roots())
+        self.train_files, self.held_files = manifest["train"], manifest["heldout"]
+        if not self.held_files:
+            self.train_files, self.held_files = self.train_files[:-1], self.train_files[-1:]
+
+    def held_out_sequences(self, count: int, what: str) -> list[list[int]]:
+        """`count` fixed held-out sequences; on a small corpus whose held-out files are too short
+        to give them (the split hashes paths, so it differs per checkout), more files are held out."""
+        while True:
+            rng = random.Random(1234)
+            held = [s for s in (self._sample(rng, self.held_files) for _ in range(3 * count)) if s][:count]
+            if len(held) >= count or len(self.train_files) <= 1:
+                if not held:
+                    raise SystemExit(f"{what} training: the corpus gives no held-out sequence (too few or too short files)")
+                return held
+            self.held_files.append(self.train_files.pop())
 
     def lr_at(self) -> float:
         """Linear warm-up over `warmup` steps, then a cosine over `decay_minutes` of training

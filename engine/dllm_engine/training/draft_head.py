@@ -31,7 +31,6 @@ import torch.nn.functional as F
 from .. import draft_head
 from ..checkpoint import load
 from ..layout import causal_mask
-from .corpus import build_manifest, default_roots
 from .distill_run import DistillRun
 from .draft_rows import sample_sequence
 
@@ -92,11 +91,7 @@ class HeadTrainer(DistillRun):
         self.model.keep_hidden = True
         self.run = Path(args.run)
         self.run.mkdir(parents=True, exist_ok=True)
-        roots = [Path(r) for r in args.corpus] if args.corpus else default_roots()
-        manifest = build_manifest(roots)
-        self.train_files, self.held_files = manifest["train"], manifest["heldout"]
-        if not self.held_files:  # a small corpus: hold out one file rather than none
-            self.train_files, self.held_files = self.train_files[:-1], self.train_files[-1:]
+        self.split_corpus()
         embed = self.model.model.embed_tokens.weight
         self.head = draft_head.load(self.run / "head", embed)
         if self.head is None:
@@ -123,10 +118,7 @@ class HeadTrainer(DistillRun):
             self.opt.load_state_dict(saved["opt"])
             self.step, self.seconds = saved["step"], saved["seconds"]
         self.rng = random.Random(args.seed + self.step)
-        rng = random.Random(1234)
-        self.held = [s for s in (self._sample(rng, self.held_files) for _ in range(4 * args.held)) if s][:args.held]
-        if not self.held:
-            raise SystemExit("draft head training: the corpus gives no held-out sequence (too few or too short files)")
+        self.held = self.held_out_sequences(args.held, "draft head")
 
     def _sample(self, rng, files):
         a = self.args

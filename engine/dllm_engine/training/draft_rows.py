@@ -31,7 +31,6 @@ import torch.nn.functional as F
 from .. import draft_adapter
 from ..checkpoint import load
 from ..layout import causal_mask
-from .corpus import build_manifest, default_roots
 from .distill_run import DistillRun
 from .draft_rows_args import add_arguments
 
@@ -125,25 +124,9 @@ class DraftTrainer(DistillRun):
             saved = torch.load(state, weights_only=True)
             self.opt.load_state_dict(saved["opt"])
             self.step, self.seconds = saved["step"], saved["seconds"]
-        roots = [Path(r) for r in args.corpus] if args.corpus else default_roots()
-        manifest = build_manifest(roots)
-        self.train_files, self.held_files = manifest["train"], manifest["heldout"]
-        if not self.held_files:  # a small corpus: hold out one file rather than none
-            self.train_files, self.held_files = self.train_files[:-1], self.train_files[-1:]
+        self.split_corpus()
         self.rng = random.Random(args.seed + self.step)
-        self.held = self._held_out(args.held)
-
-    def _held_out(self, count: int) -> list[list[int]]:
-        """`count` fixed held-out sequences; on a small corpus whose held-out files are too short
-        to give them (the split hashes paths, so it differs per checkout), more files are held out."""
-        while True:
-            rng = random.Random(1234)
-            held = [s for s in (self._sample(rng, self.held_files) for _ in range(3 * count)) if s][:count]
-            if len(held) >= count or len(self.train_files) <= 1:
-                if not held:
-                    raise SystemExit("draft rows training: the corpus gives no held-out sequence (too few or too short files)")
-                return held
-            self.held_files.append(self.train_files.pop())
+        self.held = self.held_out_sequences(args.held, "draft rows")
 
     def _sample(self, rng, files):
         a = self.args

@@ -7,17 +7,26 @@ import csv
 import json
 import math
 import random
+import time
 from pathlib import Path
+
+import torch
 
 from .corpus import build_manifest, default_roots
 
 
 class DistillRun:
-    """Mixed into a trainer that has `args` (lr, warmup, decay_minutes, corpus), `step`,
-    `seconds`, `run` (its folder) and `_sample(rng, files)` (one sequence or None), and names
-    its CSV columns in FIELDS."""
+    """Mixed into a trainer that has `args` (lr, warmup, decay_minutes, corpus, minutes,
+    max_steps, batch, log_every, eval_every), `step`, `seconds`, `run` (its folder), `opt`,
+    `rng`, `learner` (the module that learns), and:
+    - `_sample(rng, files)`: one training sequence, or None;
+    - `train_loss(seqs)`: (loss, {column: value} of the step's metrics, rows it scored);
+    - `held_out()`: the held-out figures, and `held_row(held)`: their CSV columns;
+    - `save(held)`: the learner and optimiser state, in the run folder.
+    FIELDS names the CSV columns; RATE the training rate's column."""
 
     FIELDS: list[str] = []
+    RATE = "rows_per_s"
 
     def split_corpus(self) -> None:
         """`train_files` and `held_files` from the corpus manifest (--corpus, or the standard
@@ -58,3 +67,45 @@ class DistillRun:
                 w.writeheader()
             w.writerow({k: (f"{v:.5g}" if isinstance(v, float) else v) for k, v in row.items()})
         print(json.dumps(row), flush=True)
+
+    def log_held(self):
+        """Evaluate on the held-out sequences, log it, and return the figures (for save)."""
+        held = self.held_out()
+        self.log({"split": "heldout", "step": self.step, "seconds": self.seconds, **self.held_row(held)})
+        return held
+
+    def train(self) -> None:
+        """Steps until --minutes of wall time or --max-steps: a train row every --log-every
+        steps (means over the window), held-out figures and a save every --eval-every."""
+        a = self.args
+        if self.step == 0:
+            self.log_held()
+        stop_at = time.monotonic() + a.minutes * 60
+        window, rows, spent = [], 0, 0.0
+        while time.monotonic() < stop_at and (a.max_steps is None or self.step < a.max_steps):
+            t0 = time.perf_counter()
+            seqs = [s for s in (self._sample(self.rng, self.train_files) for _ in range(2 * a.batch)) if s][:a.batch]
+            if not seqs:
+                continue
+            lr = self.lr_at()
+            for g in self.opt.param_groups:
+                g["lr"] = lr
+            loss, metrics, n = self.train_loss(seqs)
+            self.opt.zero_grad(set_to_none=True)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(self.learner.parameters(), 1.0)
+            self.opt.step()
+            dt = time.perf_counter() - t0
+            self.step += 1
+            self.seconds += dt
+            window.append({"loss": float(loss.detach()), **metrics})
+            rows += n
+            spent += dt
+            if self.step % a.log_every == 0:
+                means = {k: sum(w[k] for w in window) / len(window) for k in window[0]}
+                self.log({"split": "train", "step": self.step, "seconds": self.seconds, "lr": lr, **means,
+                          self.RATE: rows / max(1e-9, spent)})
+                window, rows, spent = [], 0, 0.0
+            if self.step % a.eval_every == 0:
+                self.save(self.log_held())
+        self.save(self.log_held())

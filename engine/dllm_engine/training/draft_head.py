@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import time
 from pathlib import Path
 
 import torch
@@ -79,6 +78,11 @@ def corpus_counts(tok, files: list[str], vocab_size: int, limit: int = 400) -> t
 
 class HeadTrainer(DistillRun):
     FIELDS = FIELDS
+    RATE = "anchors_per_s"
+
+    @property
+    def learner(self):
+        return self.head
 
     def __init__(self, args) -> None:
         self.args = args
@@ -196,11 +200,9 @@ class HeadTrainer(DistillRun):
         return (sum(o[0] for o in out) / n, [sum(o[1][j] for o in out) / n for j in range(len(out[0][1]))],
                 sum(o[2] for o in out) / n)
 
-    def log_held(self) -> tuple:
-        held = self.held_out()
-        self.log({"split": "heldout", "step": self.step, "seconds": self.seconds, "loss": held[0],
-                  **{f"agree_{j + 1}": v for j, v in enumerate(held[1])}, "accepted": held[2]})
-        return held
+    @staticmethod
+    def held_row(held: tuple[float, list[float], float]) -> dict:
+        return {"loss": held[0], **{f"agree_{j + 1}": v for j, v in enumerate(held[1])}, "accepted": held[2]}
 
     def save(self, held: tuple | None = None) -> None:
         cfg = self.head.config
@@ -213,41 +215,9 @@ class HeadTrainer(DistillRun):
         self.head.save(self.run / "head")
         torch.save({"opt": self.opt.state_dict(), "step": self.step, "seconds": self.seconds}, self.run / "state.pt")
 
-    def train(self) -> None:
-        a = self.args
-        if self.step == 0:
-            self.log_held()
-        stop_at = time.monotonic() + a.minutes * 60
-        window, t_anchors, t_time = [], 0, 0.0
-        while time.monotonic() < stop_at and (a.max_steps is None or self.step < a.max_steps):
-            t0 = time.perf_counter()
-            seqs = [s for s in (self._sample(self.rng, self.train_files) for _ in range(2 * a.batch)) if s][:a.batch]
-            if not seqs:
-                continue
-            lr = self.lr_at()
-            for g in self.opt.param_groups:
-                g["lr"] = lr
-            loss, agree, leading, n = self.losses(seqs)
-            self.opt.zero_grad(set_to_none=True)
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(self.head.parameters(), 1.0)
-            self.opt.step()
-            dt = time.perf_counter() - t0
-            self.step += 1
-            self.seconds += dt
-            window.append((float(loss.detach()), agree, leading))
-            t_anchors += n
-            t_time += dt
-            if self.step % a.log_every == 0:
-                w = len(window)
-                self.log({"split": "train", "step": self.step, "seconds": self.seconds, "lr": lr,
-                          "loss": sum(x[0] for x in window) / w,
-                          **{f"agree_{j + 1}": sum(x[1][j] for x in window) / w for j in range(len(agree))},
-                          "accepted": sum(x[2] for x in window) / w, "anchors_per_s": t_anchors / max(1e-9, t_time)})
-                window, t_anchors, t_time = [], 0, 0.0
-            if self.step % a.eval_every == 0:
-                self.save(self.log_held())
-        self.save(self.log_held())
+    def train_loss(self, seqs: list[list[int]]):
+        loss, agree, leading, n = self.losses(seqs)
+        return loss, {**{f"agree_{j + 1}": v for j, v in enumerate(agree)}, "accepted": leading}, n
 
 
 def main(argv: list[str] | None = None) -> int:

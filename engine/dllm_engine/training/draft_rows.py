@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import time
 from pathlib import Path
 
 import torch
@@ -100,6 +99,10 @@ def draft_batch(seqs: list[list[int]], anchors: list[list[int]], rows: int, mask
 
 class DraftTrainer(DistillRun):
     FIELDS = FIELDS
+
+    @property
+    def learner(self):
+        return self.adapter
 
     def __init__(self, args) -> None:
         self.args = args
@@ -183,48 +186,13 @@ class DraftTrainer(DistillRun):
         self.adapter.save(self.run / "adapter")
         torch.save({"opt": self.opt.state_dict(), "step": self.step, "seconds": self.seconds}, self.run / "state.pt")
 
-    def train(self) -> None:
-        a = self.args
-        if self.step == 0:
-            kl, agree = self.held_out()
-            self.log({"split": "heldout", "step": 0, "seconds": 0.0, "loss": kl,
-                      **{f"agree_{k + 1}": v for k, v in enumerate(agree)}})
-        stop_at = time.monotonic() + a.minutes * 60
-        window, t_rows, t_time = [], 0, 0.0
-        while time.monotonic() < stop_at and (a.max_steps is None or self.step < a.max_steps):
-            t0 = time.perf_counter()
-            seqs = [s for s in (self._sample(self.rng, self.train_files) for _ in range(2 * a.batch)) if s][:a.batch]
-            if not seqs:
-                continue
-            lr = self.lr_at()
-            for g in self.opt.param_groups:
-                g["lr"] = lr
-            kl, agree, n = self.losses(seqs, self.rng)
-            self.opt.zero_grad(set_to_none=True)
-            kl.backward()
-            torch.nn.utils.clip_grad_norm_(self.adapter.parameters(), 1.0)
-            self.opt.step()
-            dt = time.perf_counter() - t0
-            self.step += 1
-            self.seconds += dt
-            window.append((float(kl.detach()), agree))
-            t_rows += n
-            t_time += dt
-            if self.step % a.log_every == 0:
-                self.log({"split": "train", "step": self.step, "seconds": self.seconds, "lr": lr,
-                          "loss": sum(w[0] for w in window) / len(window),
-                          **{f"agree_{k + 1}": sum(w[1][k] for w in window) / len(window) for k in range(len(agree))},
-                          "rows_per_s": t_rows / max(1e-9, t_time)})
-                window, t_rows, t_time = [], 0, 0.0
-            if self.step % a.eval_every == 0:
-                held = self.held_out()
-                self.log({"split": "heldout", "step": self.step, "seconds": self.seconds, "loss": held[0],
-                          **{f"agree_{k + 1}": v for k, v in enumerate(held[1])}})
-                self.save(held)
-        held = self.held_out()
-        self.log({"split": "heldout", "step": self.step, "seconds": self.seconds, "loss": held[0],
-                  **{f"agree_{k + 1}": v for k, v in enumerate(held[1])}})
-        self.save(held)
+    def train_loss(self, seqs: list[list[int]]):
+        kl, agree, n = self.losses(seqs, self.rng)
+        return kl, {f"agree_{k + 1}": v for k, v in enumerate(agree)}, n
+
+    @staticmethod
+    def held_row(held: tuple[float, list[float]]) -> dict:
+        return {"loss": held[0], **{f"agree_{k + 1}": v for k, v in enumerate(held[1])}}
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,6 +16,7 @@ typed back character by character into their module with the body removed,
 80 ms between keystrokes and a 4 s pause after each newline, `=` and `(`.
 
     python benchmarks/bench_lsp.py [--chars 160] [--interval-ms 80] [--pause-ms 4000] [--starts 11]
+    python benchmarks/bench_lsp.py --skip-startup --multiline emptyBlock,always   # the two policies side by side
 """
 
 from __future__ import annotations
@@ -174,6 +175,9 @@ async def main() -> None:
     ap.add_argument("--skip-startup", action="store_true", help="only the typing replay")
     ap.add_argument("--models", default="default",
                     help="comma list of engine.model settings, replayed one after another (e.g. default,small)")
+    ap.add_argument("--multiline", default=None,
+                    help="comma list of the multiline setting (emptyBlock, always, never), each replayed per "
+                         "model in this order; default: the server's default only")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -186,12 +190,18 @@ async def main() -> None:
         startup = {"dllm_ms": statistics.median(ours) * 1000, "bare_pygls_ms": statistics.median(bare) * 1000}
         startup["difference_ms"] = startup["dllm_ms"] - startup["bare_pygls_ms"]
     typing = {}
+    policies = args.multiline.split(",") if args.multiline else [None]
     for model in args.models.split(","):
-        settings = {"engine": {"model": model}}
-        if args.max_passes:
-            settings["diffusion"] = {"maxPasses": args.max_passes}
-        typing[model] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000, args.pause_after,
-                                     settings)
+        for policy in policies:
+            settings = {"engine": {"model": model}}
+            if args.max_passes:
+                settings["diffusion"] = {"maxPasses": args.max_passes}
+            if policy:
+                settings["multiline"] = policy
+            name = f"{model}, multiline {policy}" if policy else model
+            name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
+            typing[name] = await replay(
+                args.chars, args.interval_ms / 1000, args.pause_ms / 1000, args.pause_after, settings)
     report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
               "cpu": cpu_name(), "interval_ms": args.interval_ms, "pause_ms": args.pause_ms,
               "pause_after": args.pause_after, "max_passes": args.max_passes, "startup": startup, "typing": typing}

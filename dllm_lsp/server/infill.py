@@ -14,7 +14,8 @@ from typing import Any
 
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
 
-from ..syntax.context import CompletionContext, ContextBudget, completion_context, range_context, with_snippets
+from ..syntax.context import (CompletionContext, ContextBudget, completion_context, range_context, under_policy,
+                              with_snippets)
 from ..syntax.indentation import leading
 from ..syntax.shaping import shape_completion
 from .documents import Document
@@ -78,6 +79,7 @@ def plan_completion(doc: Document, offset: int, options: ServerOptions, open_doc
     if ctx.kind == "none":
         log.debug("no completion at %s:%d: %s", doc.uri, offset, ctx.reason)
         return None
+    ctx = under_policy(ctx, options.multiline)
     hole = engine_hole(ctx, doc.language, ctx.max_tokens, ctx.bucket)
     indent = block_indent(ctx, doc.syntax_language)
     if indent:  # the engine stops the fill where shaping would cut it (stop_at_dedent)

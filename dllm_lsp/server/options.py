@@ -81,6 +81,12 @@ class ServerOptions:
     # A line holding only this marker is a hole for `dllm.fillHoles` (besides
     # `pass`, `...`, `todo!()` bodies).
     fill_marker: str = "{{fill}}"
+    # Where ghost text may span lines (syntax/context.py MultilinePolicy): "emptyBlock" (a new
+    # block with no body yet, as Copilot and Cody decide; a blank line elsewhere gets the next
+    # statement), "always" (every blank line too), "never". Range edits and fill-holes are not
+    # affected. "emptyBlock": the replay's multi-line answers took ~1.4 s a fill on a 2-core CPU
+    # (benchmarks/RESULTS.md, fourteenth session).
+    multiline: Literal["emptyBlock", "always", "never"] = "emptyBlock"
     next_edit: NextEditOptions = field(default_factory=NextEditOptions)
 
 

@@ -6,6 +6,7 @@ Offsets are Python str indices (code points).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,6 +22,9 @@ from dllm_lsp.syntax.text_lines import is_word, line_bounds, next_nonblank_line,
 from dllm_lsp.syntax.windows import prefix_start, suffix_end
 
 Kind = Literal["none", "line", "multiline", "block"]
+# Where an inline suggestion may span lines: "emptyBlock" only in a block that has no body yet
+# (what Copilot and Sourcegraph Cody decide); "always" also on any blank line; "never" nowhere.
+MultilinePolicy = Literal["emptyBlock", "always", "never"]
 
 # Token budget and first canvas length bucket per kind.
 MAX_TOKENS: dict[str, int] = {"none": 0, "line": 24, "multiline": 64, "block": 128}
@@ -121,6 +125,17 @@ def _classify(
             return "block", "empty block body"
         return "multiline", "start of block"
     return "multiline", "blank line"
+
+
+def under_policy(ctx: CompletionContext, multiline: MultilinePolicy) -> CompletionContext:
+    """`ctx` as a single line where the policy allows no multi-line suggestion there. A blank
+    line inside code that goes on below it gets the next statement, not a guess at the rest of
+    the block: that guess is what the user is about to type anyway, costs several times a
+    line's latency (up to 64 tokens) and is wrong more often the longer it runs."""
+    narrow = (ctx.kind == "multiline" and multiline != "always") or (ctx.kind == "block" and multiline == "never")
+    if not narrow:
+        return ctx
+    return dataclasses.replace(ctx, kind="line", max_tokens=MAX_TOKENS["line"], bucket=BUCKETS["line"])
 
 
 def _make(kind: Kind, reason: str, prefix: str, suffix: str, snippets=()) -> CompletionContext:

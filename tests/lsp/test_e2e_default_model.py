@@ -64,11 +64,11 @@ async def test_default_model_serves_completions_and_edits(client):
     # Sampling hot keeps the model from ending the fill early, so the request is surely
     # still denoising when the cancel arrives (greedy fills of this model can end in 30 ms).
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(settings={"dllm": {
-        "debounceMs": 0, "diffusion": {"temperature": 5.0, "seed": 1}}}))
+        "debounceMs": 0, "multiline": "always", "diffusion": {"temperature": 5.0, "seed": 1}}}))
     await command(client, "dllm.engineStatus")  # the settings are applied before the next request
     future = asyncio.ensure_future(client.protocol.send_request_async(
         types.TEXT_DOCUMENT_INLINE_COMPLETION,
-        # An empty line between definitions: a multi-line fill (no stop at the newline) takes many passes.
+        # An empty line between definitions, multi-line asked for: no stop at the newline, many passes.
         types.InlineCompletionParams(text_document=types.TextDocumentIdentifier(uri=URI), position=pos(5, 0),
                                      context=types.InlineCompletionContext(
                                          trigger_kind=types.InlineCompletionTriggerKind.Invoked)),

@@ -13,6 +13,7 @@ export interface InitializationOptions {
   engine: Record<string, unknown>;
   debounceMs: unknown;
   inlineCompletion: unknown;
+  multiline: unknown;
   completion: unknown;
   diagnostics: unknown;
   context: Record<string, unknown>;
@@ -41,6 +42,7 @@ export function initializationOptions(get: SettingGetter): InitializationOptions
     engine: pick(get, "engine", ["mode", "model", "socket", "url", "token", "openaiModel"]),
     debounceMs: get("debounceMs"),
     inlineCompletion: get("inlineCompletion"),
+    multiline: get("multiline"),
     completion: get("completion"),
     diagnostics: get("diagnostics"),
     context: pick(get, "context", ["prefixTokens", "suffixTokens", "snippetTokens"]),

@@ -12,7 +12,8 @@ Measures, with the engine in process, for each model in --models (default: the d
   (alternating runs, medians).
 
 The typed text: function bodies from the standard library (`inspect.getsource`),
-typed back character by character into their module with the body removed,
+typed back character by character into their module with the body removed, from the newline
+that ends the header (so each function starts with a pause at its empty body),
 80 ms between keystrokes and a 4 s pause after each newline, `=` and `(`.
 
     python benchmarks/bench_lsp.py [--chars 160] [--interval-ms 80] [--pause-ms 4000] [--starts 11]
@@ -76,7 +77,9 @@ def replay_cases(chars: int) -> list[tuple[str, str, int, str]]:
     for fn in FUNCTIONS:
         module_source = Path(inspect.getsourcefile(fn)).read_text()
         source = inspect.getsource(fn)
-        header_end = source.index(":\n", source.index("def ")) + 2
+        # Typing starts with the newline that ends the header, so the first pause is at the
+        # empty body: the one place the default policy (multiline: emptyBlock) offers many lines.
+        header_end = source.index(":\n", source.index("def ")) + 1
         start = module_source.index(source) + header_end
         body = module_source[start:module_source.index(source) + len(source)]
         doc = module_source[:start] + module_source[start + len(body):]

@@ -17,6 +17,7 @@ from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
 from ..syntax.context import (CompletionContext, ContextBudget, completion_context, range_context, under_policy,
                               with_snippets)
 from ..syntax.indentation import leading
+from ..syntax.text_lines import previous_nonblank_line
 from ..syntax.shaping import shape_completion
 from .documents import Document
 from .options import ServerOptions
@@ -92,11 +93,19 @@ def block_indent(ctx: CompletionContext, language: Any) -> int | None:
     line of the fill may have and stay in the block (shaping's stop_at_dedent, whose
     bound can only be higher), else None. After a block opener (`def f():` before the
     cursor) a line must be indented deeper than the opener's; on a blank line, at least
-    as deep as the cursor."""
+    as deep as the cursor, and, on the first line of a block's body, deeper than its opener
+    even before the indentation is typed: an editor without auto-indent leaves the cursor at
+    column 0 there, where the bound was 0 and an empty body's fill ran on into the next
+    function to max_tokens (4-6 s; benchmarks/RESULTS.md, fifteenth session)."""
     if ctx.kind not in ("multiline", "block") or not (language is None or language.indent_style == "indent"):
         return None
-    line = ctx.prefix[ctx.prefix.rfind("\n") + 1:]
-    indent = len(leading(line)) + 1 if line.strip() else len(line)
+    line_start = ctx.prefix.rfind("\n") + 1
+    line = ctx.prefix[line_start:]
+    if line.strip():
+        return len(leading(line)) + 1
+    indent = len(line)
+    if ctx.reason in ("empty block body", "start of block"):  # the line before opens this block
+        indent = max(indent, len(leading(previous_nonblank_line(ctx.prefix, line_start))) + 1)
     return indent or None
 
 

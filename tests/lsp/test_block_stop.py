@@ -36,3 +36,21 @@ def test_no_stop_for_a_line_a_braces_language_or_a_range_edit():
     start = text.index("        print(x)")
     _, hole = plan_range(doc, start, text.index("\n", text.index("x * 2")), ServerOptions())
     assert hole.stop_indent is None
+
+
+def test_an_empty_body_at_column_0_still_stops_at_the_opener_s_level():
+    # An editor without auto-indent leaves the cursor at column 0 after `def f():` + Enter:
+    # the body's lines must still be deeper than the opener, so a fill that runs on into
+    # the next function stops there instead of at max_tokens.
+    top = plan("def f(x):\n█\n\ndef g():\n    pass\n")
+    assert top.ctx.kind == "block" and top.hole.stop_indent == 1
+    method = plan("class A:\n    def f(self):\n█\n    def g(self):\n        pass\n")
+    assert method.ctx.kind == "block" and method.hole.stop_indent == 5
+    # Past the cursor's own indentation the cursor's column rules, as before.
+    assert plan("class A:\n    def f(self):\n            █\n").hole.stop_indent == 12
+    # A blank line at column 0 after a statement (the user may be leaving the block): no bound.
+    text = "def f(x):\n    y = x\n█\n"
+    doc = DocumentStore().open(types.TextDocumentItem(uri="file:///t.py", language_id="python", version=1,
+                                                      text=text.replace("█", "")))
+    loose = plan_completion(doc, text.index("█"), ServerOptions(multiline="always"), {})
+    assert loose.ctx.kind == "multiline" and loose.hole.stop_indent is None

@@ -15,6 +15,8 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..syntax.context import MultilinePolicy
+
 ENGINE_MODES = ("inProcess", "daemon", "remote", "openai")
 CONFIDENCE_KINDS = ("max_prob", "margin", "neg_entropy")
 LANGUAGES = ("python", "javascript", "typescript", "go", "rust", "c", "cpp", "java")
@@ -86,7 +88,7 @@ class ServerOptions:
     # statement), "always" (every blank line too), "never". Range edits and fill-holes are not
     # affected. "emptyBlock": the replay's multi-line answers took ~1.4 s a fill on a 2-core CPU
     # (benchmarks/RESULTS.md, fourteenth session).
-    multiline: Literal["emptyBlock", "always", "never"] = "emptyBlock"
+    multiline: MultilinePolicy = "emptyBlock"
     next_edit: NextEditOptions = field(default_factory=NextEditOptions)
 
 

@@ -18,6 +18,7 @@ that ends the header (so each function starts with a pause at its empty body),
 
     python benchmarks/bench_lsp.py [--chars 160] [--interval-ms 80] [--pause-ms 4000] [--starts 11]
     python benchmarks/bench_lsp.py --skip-startup --multiline emptyBlock,always   # the two policies side by side
+    python benchmarks/bench_lsp.py --skip-startup --threads 1,all   # one thread against every core
 """
 
 from __future__ import annotations
@@ -43,6 +44,15 @@ from _bench_common import cpu_name
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(str(ROOT / p) for p in ("", "engine", "kernels")),
        "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", "1")}
+
+
+def server_env(threads: str | None) -> dict[str, str]:
+    """The server's environment for a --threads entry: a count, or "all" (no OMP_NUM_THREADS:
+    torch takes every core, as a user's editor starts the server)."""
+    if threads is None:
+        return ENV
+    env = {k: v for k, v in ENV.items() if k != "OMP_NUM_THREADS"}
+    return env if threads == "all" else {**env, "OMP_NUM_THREADS": threads}
 SERVER = [sys.executable, "-m", "dllm_lsp", "serve"]
 BARE = [sys.executable, "-c", "from pygls.lsp.server import LanguageServer; LanguageServer('bare', '0').start_io()"]
 FUNCTIONS = [textwrap.dedent, textwrap.TextWrapper._wrap_chunks, fnmatch.translate]
@@ -87,7 +97,8 @@ def replay_cases(chars: int) -> list[tuple[str, str, int, str]]:
     return cases
 
 
-async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str, settings: dict) -> dict:
+async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str, settings: dict,
+                 env: dict[str, str] = ENV) -> dict:
     client = LanguageClient("bench", "0")
     statuses: list[dict] = []
     client.feature("dllm/status")(lambda params: statuses.append(params._asdict() if hasattr(params, "_asdict") else params))
@@ -95,7 +106,7 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
     client.feature(types.PROGRESS)(lambda params: None)
     client.feature(types.WINDOW_SHOW_MESSAGE)(lambda params: print("showMessage:", params.message, file=sys.stderr))
     t0 = time.perf_counter()
-    await client.start_io(*SERVER, env=ENV)
+    await client.start_io(*SERVER, env=env)
     await client.initialize_async(types.InitializeParams(capabilities=caps(), initialization_options=settings))
     client.initialized(types.InitializedParams())
     while not statuses or statuses[-1]["state"] not in ("ready", "error"):
@@ -164,6 +175,7 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
         "engine_requests": stats["engineRequests"],
         "max_rss_mb": stats["maxRssKb"] / 1024,
         "mean_pass_ms": (stats.get("engineHealth") or {}).get("mean_pass_ms"),
+        "answers": answers,  # each with the engine's breakdown: queue, passes, context tokens encoded
     }
 
 
@@ -181,6 +193,10 @@ async def main() -> None:
     ap.add_argument("--multiline", default=None,
                     help="comma list of the multiline setting (emptyBlock, always, never), each replayed per "
                          "model in this order; default: the server's default only")
+    ap.add_argument("--threads", default=None,
+                    help="comma list of the server's OMP_NUM_THREADS (a count, or all: unset, every core, "
+                         "as an editor starts it), each replayed per model and policy; default: "
+                         "$OMP_NUM_THREADS, else 1")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -194,17 +210,19 @@ async def main() -> None:
         startup["difference_ms"] = startup["dllm_ms"] - startup["bare_pygls_ms"]
     typing = {}
     policies = args.multiline.split(",") if args.multiline else [None]
+    thread_counts = args.threads.split(",") if args.threads else [None]
     for model in args.models.split(","):
         for policy in policies:
-            settings = {"engine": {"model": model}}
-            if args.max_passes:
-                settings["diffusion"] = {"maxPasses": args.max_passes}
-            if policy:
-                settings["multiline"] = policy
-            name = f"{model}, multiline {policy}" if policy else model
-            name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
-            typing[name] = await replay(
-                args.chars, args.interval_ms / 1000, args.pause_ms / 1000, args.pause_after, settings)
+            for threads in thread_counts:
+                settings = {"engine": {"model": model}}
+                if args.max_passes:
+                    settings["diffusion"] = {"maxPasses": args.max_passes}
+                if policy:
+                    settings["multiline"] = policy
+                name = model + (f", multiline {policy}" if policy else "") + (f", threads {threads}" if threads else "")
+                name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
+                typing[name] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000,
+                                            args.pause_after, settings, server_env(threads))
     report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
               "cpu": cpu_name(), "interval_ms": args.interval_ms, "pause_ms": args.pause_ms,
               "pause_after": args.pause_after, "max_passes": args.max_passes, "startup": startup, "typing": typing}

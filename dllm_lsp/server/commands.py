@@ -101,6 +101,6 @@ def register(ls: "DllmServer") -> None:
                 "passes": last.passes, "elapsedMs": last.elapsed_ms, "model": last.model,
                 "holes": [{"text": h.text, "finishReason": h.finish_reason, "tokens": h.tokens} for h in last.holes]},
             "engineHealth": health,
-            "engineAnswerMs": [{"kind": kind, "ms": ms} for kind, ms in ls.scheduler.engine_answer_ms],
+            "engineAnswerMs": list(ls.scheduler.engine_answers),
             "maxRssKb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
         }

@@ -52,9 +52,10 @@ class RequestScheduler:
         self.debounce_s = debounce_s
         self.stats = SchedulerStats()
         self._current: dict[str, _Work] = {}
-        # Request arrival to engine answer (ms), for requests the engine answered: the
-        # server-side keystroke latency, whether or not shaping kept the answer.
-        self.engine_answer_ms: deque[tuple[str, float]] = deque(maxlen=2000)  # (completion kind, ms)
+        # Request arrival to engine answer, for requests the engine answered: the server-side
+        # keystroke latency, whether or not shaping kept the answer, with the engine's own
+        # breakdown (queue, passes, context tokens encoded) so a slow answer says why.
+        self.engine_answers: deque[dict] = deque(maxlen=2000)
 
     def supersede(self, key: str) -> None:
         """Cancel the running request for `key` (a newer one replaces it)."""

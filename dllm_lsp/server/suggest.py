@@ -80,7 +80,10 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
                                        lambda: ls.engine.infill(request_for([plan.hole], opts, invoked=invoked)))
         if result is None or not result.holes:
             return None
-        ls.scheduler.engine_answer_ms.append((plan.ctx.kind, (time.perf_counter() - arrived) * 1000))
+        ls.scheduler.engine_answers.append({
+            "kind": plan.ctx.kind, "ms": (time.perf_counter() - arrived) * 1000,
+            "engineMs": result.elapsed_ms, "queuedMs": result.queued_ms, "passes": result.passes,
+            "contextTokens": result.context_tokens, "cachedTokens": result.cached_tokens})
         try:
             suggestion = shape(plan, result.holes[0].text)
         except Exception:

@@ -283,7 +283,7 @@ class DiffusionTransformer(nn.Module):
         self,
         ids: torch.Tensor,  # [B, S]
         positions: torch.Tensor,  # [B, S]
-        mask: torch.Tensor | None = None,  # bool [B|1, 1, S, P+S], True = may attend
+        mask: torch.Tensor | str | None = None,  # bool [B|1, 1, S, P+S], True = may attend; or ops.CAUSAL
         past: KV | None = None,
         return_kv: bool = False,
         logits_slice: slice | None = None,
@@ -322,7 +322,7 @@ class DiffusionTransformer(nn.Module):
         if any(self.local):
             cl, sl = self.rope(positions, self.inv_freq_local)
             rope_local = (cl.to(x.dtype).float(), sl.to(x.dtype).float())
-        if mask is not None and mask.dtype == torch.bool and not ops.use_triton(x, self.kernels):
+        if isinstance(mask, torch.Tensor) and mask.dtype == torch.bool and not ops.use_triton(x, self.kernels):
             mask = ops.additive_mask(mask, x.dtype)
         new_kv: KV = []
         last = len(self.model.layers) - 1

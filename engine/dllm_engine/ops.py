@@ -15,9 +15,15 @@ import torch.nn.functional as F
 from dllm_kernels import dispatch as kernels
 
 from .attention_buckets import pad_attention
-from .row_buckets import needs_buckets
+from .row_buckets import bucket_rows, needs_buckets
 
 Force = str | None  # None: by device; "triton" or "torch": forced
+
+# A mask argument meaning "causal, the keys are exactly the queries" (a context encoded from its
+# first token): attention runs SDPA's is_causal, which skips the blocks above the diagonal
+# instead of reading an explicit [S, S] mask; the same numbers, 1.6x faster at 1,000 tokens on
+# a CPU (benchmarks/bench_context_encode.py).
+CAUSAL = "causal"
 
 
 @dataclass(frozen=True)
@@ -91,13 +97,25 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Ten
               keys: int | None = None) -> torch.Tensor:
     """q [B, H, S, D], k/v [B, Hkv, T, D], mask bool [B|1, 1, S|1, T] (True = may attend).
     `keys`: k/v are a preallocated buffer holding the T = `keys` keys in front, finite values
-    after them (attention_buckets.pad_attention pads with its rows instead of copying)."""
+    after them (attention_buckets.pad_attention pads with its rows instead of copying).
+    `mask` CAUSAL: q, k and v are the same rows, each sees itself and the rows before it."""
+    if isinstance(mask, str):
+        return _causal_attention(q, k, v)
     if needs_buckets(q):  # CPU bf16/fp16: a bounded set of kernel shapes
         s = q.shape[-2]
         return _attention(*pad_attention(q, k, v, mask, keys))[:, :, :s]
     if keys is not None:
         k, v = k[:, :, :keys], v[:, :, :keys]
     return _attention(q, k, v, mask)
+
+
+def _causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
+    s = q.shape[-2]
+    pad = bucket_rows(s) - s if needs_buckets(q) else 0  # a bounded set of kernel shapes (attention_buckets.py)
+    if pad:  # the padded rows come last: under a causal mask no real row sees them; their output is dropped
+        q, k, v = (F.pad(t, (0, 0, 0, pad)) for t in (q, k, v))
+    out = F.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=q.shape[1] != k.shape[1])
+    return out[:, :, :s] if pad else out
 
 
 def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None) -> torch.Tensor:

@@ -27,7 +27,7 @@ from .context_cache import PrefixCache
 from .block_decoding import first_masked_block, fold_committed, shifted_canvas_logits
 from .layout import causal_mask, native_context_ids, shifted_canvas_mask
 from .model import SlotWrite
-from .ops import CanvasSpec
+from .ops import CAUSAL, CanvasSpec
 from .protocol import ProtocolError
 from .row_buckets import bucket_rows, needs_buckets
 from .spare_buffer import SpareBuffer
@@ -35,8 +35,10 @@ from .spare_buffer import SpareBuffer
 
 MAX_CACHED_BATCHES = 8
 SPARE_BUFFER_BYTES = 64 * 2**20  # the largest released batch buffer kept for the next batch
-PREFIX_TRIM_STEP = 32
-BATCH_REUSE_BELOW = 32  # encode_contexts: contexts with less of a cached prefix go in one padded forward  # the kept prefix starts on a multiple of this: stable while typing
+PREFIX_TRIM_STEP = 32  # the kept prefix starts on a multiple of this: stable while typing
+# A context reusing fewer cached tokens is encoded from its first token: in encode_contexts in
+# one padded forward with the others, in _encode alone (both with plain-causal attention).
+BATCH_REUSE_BELOW = 32
 
 
 def trim_to_trained(prefix_ids: list[int], suffix_ids: list[int], budget: int) -> tuple[list[int], list[int]]:
@@ -162,17 +164,15 @@ class ModelRunner:
         return ids[:-1], int(ids[-1])
 
     def _encode_fresh(self, batch: list[torch.Tensor]) -> list[EncodedContext]:
-        lens = torch.tensor([ids.numel() for ids in batch])
-        t_max = int(lens.max())
+        t_max = max(ids.numel() for ids in batch)
         tokens = torch.full((len(batch), t_max), max(self.config.pad_token_id, 0), dtype=torch.long)
         for row, ids in enumerate(batch):
             tokens[row, : ids.numel()] = ids
-        tokens, lens = tokens.to(self.device), lens.to(self.device)
+        tokens = tokens.to(self.device)
         positions = torch.arange(t_max, device=self.device)[None].expand(len(batch), t_max)
-        cols = torch.arange(t_max, device=self.device)
-        # causal, and never a padded key (each row's key 0 is real, so no row is empty)
-        mask = (cols[None, :] <= cols[:, None])[None] & (cols[None, None, :] < lens[:, None, None])
-        _, new_kv = self.model(tokens, positions, mask=mask[:, None], past=None, kv_only=True)
+        # Causal: a real token never sees the padding after its context (it comes later), so no
+        # padding mask is needed; the padded rows' K/V are never kept.
+        _, new_kv = self.model(tokens, positions, mask=CAUSAL, past=None, kv_only=True)
         contexts = []
         for row, ids in enumerate(batch):
             n = ids.numel()
@@ -227,13 +227,18 @@ class ModelRunner:
         key, entry, reuse = self.cache.lookup(ids, full=True)
         if reuse == ids.numel():
             return EncodedContext(kv=entry.buf[:, :, :, :reuse], length=reuse, reused=reuse)
+        if reuse < min(BATCH_REUSE_BELOW, (ids.numel() - reuse) // 8):
+            # A cursor in a new place shares little more than the context's first marker with any
+            # entry: encoding from the first token again costs nothing and runs the faster
+            # plain-causal attention (a long tail after a reused start needs the explicit mask).
+            key, reuse = None, 0
         past = None
         if reuse:
             kv = entry.buf[:, :, :, :reuse]
             past = [(kv[i, 0][None], kv[i, 1][None]) for i in range(kv.shape[0])]
         tail = ids[reuse:].to(self.device)[None]
         positions = torch.arange(reuse, ids.numel(), device=self.device)[None]
-        mask = causal_mask(reuse, tail.shape[1], self.device)
+        mask = causal_mask(reuse, tail.shape[1], self.device) if reuse else CAUSAL
         _, new_kv = self.model(tail, positions, mask=mask, past=past, kv_only=True)
         new = torch.stack([torch.stack((k[0], v[0])) for k, v in new_kv])  # [layers, 2, Hkv, n, D]
         stored = self.cache.store(ids, key, reuse, new)

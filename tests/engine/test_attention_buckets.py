@@ -118,3 +118,21 @@ def test_engine_sends_only_bucket_lengths_to_a_bf16_attention(attention_lengths)
 
     odd_queries = [s for s, _ in attention_lengths if not (is_bucket(s) or s % group == 0 and is_bucket(s // group))]
     assert odd_queries == []
+
+
+@pytest.mark.parametrize("heads", [(4, 4), (4, 2)])
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+def test_plain_causal_is_the_masked_causal_attention(heads, dtype):
+    """ops.CAUSAL (a context encoded from its first token) runs SDPA's is_causal: the same
+    attention as the explicit causal mask, padded rows included (21 queries -> 24 in bf16)."""
+    h, hkv = heads
+    b, s, d = 2, 21, 16
+    torch.manual_seed(1)
+    q, k, v = torch.randn(b, h, s, d), torch.randn(b, hkv, s, d), torch.randn(b, hkv, s, d)
+    causal = torch.ones(s, s, dtype=torch.bool).tril()[None, None]
+    out = ops.attention(q.to(dtype), k.to(dtype), v.to(dtype), ops.CAUSAL)
+    assert out.shape == (b, h, s, d) and out.dtype == dtype
+    masked = ops.attention(q.to(dtype), k.to(dtype), v.to(dtype), causal)
+    tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
+    torch.testing.assert_close(out.float(), _reference(q, k, v, causal), rtol=tol, atol=tol)
+    torch.testing.assert_close(out.float(), masked.float(), rtol=tol, atol=tol)

@@ -128,3 +128,26 @@ def test_kv_only_gives_the_same_kv_and_skips_the_last_layers_output(tiny_model):
     for (k, v), (k_ref, v_ref) in zip(kv, full):
         torch.testing.assert_close(k, k_ref, atol=0, rtol=0)
         torch.testing.assert_close(v, v_ref, atol=0, rtol=0)
+
+
+def test_a_context_in_a_new_place_is_encoded_from_its_first_token(tiny_model):
+    """A cursor moved elsewhere shares only the context's first marker with the cache: the
+    context is encoded from its first token (plain-causal attention), with the K/V that the
+    explicit causal mask gives; a long shared start is still reused."""
+    from dllm_engine.layout import causal_mask
+
+    lm = load(str(tiny_model), dtype=torch.float32)
+    runner = ModelRunner(lm, cache_bytes=64 * 2**20)
+    tok = lm.tokenizer
+    body = "def total(xs):\n    total = 0\n    for x in xs:\n        total += x\n    return total\n" * 3
+    with torch.inference_mode():
+        runner.encode_context(tok.encode(body), tok.encode("\nprint(total([1]))\n"), 8)
+        moved = runner.encode_context(tok.encode(body[:90]), tok.encode(body[90:]), 8)
+        assert moved.reused == 0 and moved.length > 40
+        _, ref = lm.model(moved.ids[None], torch.arange(moved.length)[None],
+                          mask=causal_mask(0, moved.length, "cpu"), kv_only=True)
+        typed = runner.encode_context(tok.encode(body[:90] + "x"), tok.encode(body[90:]), 8)
+    for i, (k, v) in enumerate(ref):
+        torch.testing.assert_close(moved.kv[i, 0], k[0], atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(moved.kv[i, 1], v[0], atol=1e-5, rtol=1e-5)
+    assert typed.reused >= typed.length - 3  # typing at the new place reuses it

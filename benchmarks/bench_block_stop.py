@@ -1,13 +1,15 @@
-"""Multi-line fills at the start of a block with and without Hole.stop_indent, side by side.
+"""Multi-line fills at the start of a block under the engine's stop rules (none, Hole.stop_indent, and Hole.stop_repeats), side by side.
 
 Holes: the first line of the body of an `if` / `for` / `while` / `with` in the standard
 library (the cursor on that line after its indentation, the rest of the file as suffix), as
 the language server's multi-line completion asks for them (64 tokens, no stop string). For each
-hole both arms fill it in turn, with the context cached (a keystroke's case): per arm, the
-tokens the engine wrote, the tokens left after shaping's dedent cut (dedent_stop.py's rule,
-the same for both arms), passes and latency (median, p95).
+hole every arm fills it in turn, with the context cached (a keystroke's case): per arm, the
+tokens the engine wrote, the tokens left after shaping's dedent and loop cuts (dedent_stop.py's
+and repeat_stop.py's rules, the same for every arm), passes and latency (median, p95). Arms:
+`free` (no stop rule), `stop_indent` (the dedent stop), `stop_repeats` (it and the loop stop,
+as the language server asks).
 
-    python benchmarks/bench_block_stop.py [--holes 24] [--threads 2] [--seed 0]
+    python benchmarks/bench_block_stop.py [--holes 24] [--threads 2] [--seed 0] [--arms free,stop_indent,stop_repeats]
 """
 
 from __future__ import annotations
@@ -51,18 +53,31 @@ def main() -> int:
     p.add_argument("--holes", type=int, default=24)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--arms", default="free,stop_indent,stop_repeats",
+                   help="free: no stop rule; stop_indent: the dedent stop; stop_repeats: it and the loop stop")
     args = p.parse_args()
     from dllm_engine.dedent_stop import dedent_cut
+    from dllm_engine.repeat_stop import repeat_cut, typed_indent
     from dllm_engine.engine import Engine, EngineConfig
     from dllm_engine.protocol import Hole, InfillRequest
 
     engine = Engine(EngineConfig(model="default", threads=args.threads))
+    def kept_text(text: str, indent: int, typed: str) -> str:
+        """What the editor keeps of a fill: shaping's dedent cut, then its loop cut."""
+        cut = dedent_cut(text, indent)
+        text = text[:cut] if cut >= 0 else text
+        cut = repeat_cut(text, typed, final=True)
+        return text[:cut] if cut >= 0 else text
+
     holes = block_holes(args.holes, args.seed)
-    stats = {arm: {"ms": [], "passes": 0, "tokens": 0, "kept": 0, "texts": []} for arm in ("free", "stop_indent")}
+    arms = args.arms.split(",")
+    stats = {arm: {"ms": [], "passes": 0, "tokens": 0, "kept": 0, "texts": []} for arm in arms}
     try:
         for prefix, suffix, indent in holes:
-            for arm, stop in (("free", None), ("stop_indent", indent)):
-                req = InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=64, stop_indent=stop)])
+            for arm in arms:
+                req = InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=64,
+                                                stop_indent=None if arm == "free" else indent,
+                                                stop_repeats=arm == "stop_repeats")])
                 engine.infill(req)  # the context cached, as on a keystroke
                 t0 = time.perf_counter()
                 h = engine.infill(req).holes[0]
@@ -70,18 +85,17 @@ def main() -> int:
                 s["ms"].append((time.perf_counter() - t0) * 1000)
                 s["passes"] += h.passes
                 s["tokens"] += h.tokens
-                cut = dedent_cut(h.text, indent)
-                kept = h.text[:cut] if cut >= 0 else h.text
+                s["texts"].append(kept := kept_text(h.text, indent, typed_indent(prefix)))
                 s["kept"] += len(engine.tokenizer.encode(kept))
-                s["texts"].append(kept)
     finally:
         engine.shutdown()
-    same = sum(a == b for a, b in zip(stats["free"]["texts"], stats["stop_indent"]["texts"]))
+    first = stats[arms[0]]["texts"]
     print(f"{cpu_name()}, {args.threads} threads, {len(holes)} block-start holes of the standard library, 64 tokens")
-    print("| arm | p50 ms | p95 ms | passes/fill | tokens written/fill | tokens kept by the dedent cut/fill | same kept text |")
+    print(f"| arm | p50 ms | p95 ms | passes/fill | tokens written/fill | tokens kept by the editor's cuts/fill | same kept text as {arms[0]} |")
     print("|---|---|---|---|---|---|---|")
     for arm, s in stats.items():
         n = len(holes)
+        same = sum(a == b for a, b in zip(first, s["texts"]))
         print(f"| {arm} | {statistics.median(s['ms']):.0f} | {pct(s['ms'], 0.95):.0f} | {s['passes'] / n:.1f} "
               f"| {s['tokens'] / n:.1f} | {s['kept'] / n:.1f} | {same}/{n} |")
     return 0

@@ -81,7 +81,8 @@ def plan_completion(doc: Document, offset: int, options: ServerOptions, open_doc
         log.debug("no completion at %s:%d: %s", doc.uri, offset, ctx.reason)
         return None
     ctx = under_policy(ctx, options.multiline)
-    hole = engine_hole(ctx, doc.language, ctx.max_tokens, ctx.bucket)
+    # Shaping cuts a fill that loops (drop_repetition): the engine ends it where the loop starts.
+    hole = dataclasses.replace(engine_hole(ctx, doc.language, ctx.max_tokens, ctx.bucket), stop_repeats=True)
     indent = block_indent(ctx, doc.syntax_language)
     if indent:  # the engine stops the fill where shaping would cut it (stop_at_dedent)
         hole = dataclasses.replace(hole, stop_indent=indent)

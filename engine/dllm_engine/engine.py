@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import atexit
 import logging
-import os
 import threading
 import time
 import weakref
@@ -33,6 +32,7 @@ from .denoise import SpecialIds, denoise_pass, sample_tokens
 from .draft_adapter import attach as attach_draft_adapter
 from .engine_calls import EngineCalls
 from .dedent_stop import dedent_cut
+from .repeat_stop import repeat_cut, typed_indent
 from .draft_head import attach as attach_draft_head
 from .drafting import accepted_run, canvas_drafts, row_drafts
 from .cpu_features import native_bf16
@@ -624,7 +624,7 @@ class Engine:
             a.canvas = self.runner.edit_canvas(new_canvases[row, :n].clone(), commit[row, :n], a.max_tokens)
             if a.remask_budget > 0 and window is None:  # a finished block is final (and may be in the context)
                 remask(a, self.special, out.token_prob[row], commit[row])
-            reason = advance(a, self.special) or self._left_block(a) or ("cancelled" if outlasted(a) else None)
+            reason = advance(a, self.special) or self._stop_rule(a) or ("cancelled" if outlasted(a) else None)
             forget_rewritten(a, new_canvases[row, :n])
             if reason:
                 finished.append((a, reason))
@@ -727,14 +727,19 @@ class Engine:
             if keep > 0:
                 a.head_draft = (last + 1, guess[:keep])
 
-    def _left_block(self, a: ActiveHole) -> str | None:
-        """"end" once the committed head of a hole with `stop_indent` holds a line that
-        leaves its block (dedent_stop.py); _finish_hole cuts the text there."""
-        indent = a.state.request.holes[a.index].stop_indent
-        if not indent:
+    def _stop_rule(self, a: ActiveHole) -> str | None:
+        """"end" once the committed head of a hole holds a line that leaves its block
+        (`stop_indent`, dedent_stop.py) or a loop (`stop_repeats`, repeat_stop.py);
+        _finish_hole cuts the text there."""
+        hole = a.state.request.holes[a.index]
+        if not hole.stop_indent and not hole.stop_repeats:
             return None
         text = self._visible(self.tokenizer.decode(fill_tokens(a, self.special)), a)
-        return "end" if dedent_cut(text, indent) >= 0 else None
+        if hole.stop_indent and dedent_cut(text, hole.stop_indent) >= 0:
+            return "end"
+        if hole.stop_repeats and repeat_cut(text, typed_indent(hole.prefix)) >= 0:
+            return "end"
+        return None
 
     def _restrict_first_slot(self, logits, canvases, masked, active, healed: list[int], compact: bool) -> None:
         """Ban every token that does not extend the backed-up word at slot 0 of the healed
@@ -783,8 +788,11 @@ class Engine:
         cut = min((i for i in (text.find(s) for s in stop) if i >= 0), default=-1)
         if cut >= 0:
             text, reason = text[:cut], "end"
-        indent = a.state.request.holes[a.index].stop_indent
-        cut = dedent_cut(text, indent) if indent else -1
+        hole = a.state.request.holes[a.index]
+        cut = dedent_cut(text, hole.stop_indent) if hole.stop_indent else -1
+        if cut >= 0:
+            text, reason = text[:cut], "end"
+        cut = repeat_cut(text, typed_indent(hole.prefix), final=True) if hole.stop_repeats else -1
         if cut >= 0:
             text, reason = text[:cut], "end"
         a.state.results[a.index] = HoleResult(
@@ -835,6 +843,3 @@ def _lone_surrogate(text: object) -> bool:
 def width_class(length: int) -> int:
     return max(8, 1 << (length - 1).bit_length())
 
-
-def default_threads() -> int:
-    return max(1, min(4, os.cpu_count() or 1))

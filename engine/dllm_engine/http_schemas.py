@@ -71,6 +71,7 @@ class HoleBody(_Body):
     bucket: int | None = Field(Hole.bucket, ge=1, le=1024)
     stop: list[StopText] = Field(default_factory=list, max_length=8)
     stop_indent: int | None = Field(Hole.stop_indent, ge=1, le=1024)
+    stop_repeats: bool = Hole.stop_repeats
 
     def build(self) -> Hole:
         return Hole(**self.model_dump())

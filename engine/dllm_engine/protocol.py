@@ -109,6 +109,10 @@ class Hole:
     # count, nor does the fill's first line): a multi-line completion in an indented language
     # stops where the editor would cut it, instead of running to max_tokens.
     stop_indent: int | None = None
+    # The fill ends once it loops (a line three times in a row, a group of 2-4 lines twice, a
+    # phrase three times in a row in a line), cut after the loop's first unit: the language
+    # server's own cut (repeat_stop.py), so the passes after a loop starts are never run.
+    stop_repeats: bool = False
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, list):
@@ -127,6 +131,8 @@ class Hole:
             raise ProtocolError(f"bucket must be an integer in [1, max_tokens], got {self.bucket!r}")
         if self.stop_indent is not None and (not _is_int(self.stop_indent) or not (1 <= self.stop_indent <= 1024)):
             raise ProtocolError(f"stop_indent must be an integer in [1, 1024], got {self.stop_indent!r}")
+        if not isinstance(self.stop_repeats, bool):
+            raise ProtocolError(f"stop_repeats must be true or false, got {self.stop_repeats!r:.40}")
 
 
 def validate_scheduling(priority: object, deadline_s: object) -> None:

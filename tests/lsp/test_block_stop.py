@@ -54,3 +54,12 @@ def test_an_empty_body_at_column_0_still_stops_at_the_opener_s_level():
                                                       text=text.replace("█", "")))
     loose = plan_completion(doc, text.index("█"), ServerOptions(multiline="always"), {})
     assert loose.ctx.kind == "multiline" and loose.hole.stop_indent is None
+
+
+def test_every_completion_asks_the_engine_to_stop_a_loop():
+    """Shaping cuts a fill that loops (drop_repetition) whatever its kind, so every completion
+    asks the engine to end the fill there (Hole.stop_repeats, repeat_stop.py)."""
+    for text in ("def f(x):\n    return x +█\n", "def count(path):\n    for line in open(path):\n        █\n",
+                 "class A:\n    def f(self):█\n"):
+        assert plan(text).hole.stop_repeats is True
+    assert plan("function f(x) {\n    █\n}\n", uri="file:///t.js", language_id="javascript").hole.stop_repeats is True

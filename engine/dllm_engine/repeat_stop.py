@@ -35,13 +35,13 @@ def _trivial(lines: list[str]) -> bool:
     return len(content) < 4 or all(ch in _TRIVIAL_CHARS for ch in content)
 
 
-def repeat_cut(text: str, typed_indent: str = "", final: bool = False) -> int:
+def repeat_cut(text: str, indent: str = "", final: bool = False) -> int:
     """The offset in `text` where a fill that loops is cut, or -1 when it holds no loop (yet).
-    `typed_indent`: blanks before the cursor on its line (the first line is compared as it will
-    stand in the document); `final`: the fill is complete, so its last line counts too."""
+    `indent`: blanks before the cursor on its line (typed_indent: the first line is compared as
+    it will stand in the document); `final`: the fill is complete, so its last line counts too."""
     lines = text.split("\n")
     whole = lines if final else lines[:-1]
-    placed = [typed_indent + whole[0], *whole[1:]] if whole else []
+    placed = [indent + whole[0], *whole[1:]] if whole else []
     starts = [0]
     for line in lines[:-1]:
         starts.append(starts[-1] + len(line) + 1)

@@ -32,7 +32,7 @@ from .denoise import SpecialIds, denoise_pass, sample_tokens
 from .draft_adapter import attach as attach_draft_adapter
 from .engine_calls import EngineCalls
 from .dedent_stop import dedent_cut
-from .repeat_stop import repeat_cut, typed_indent
+from .repeat_stop import loop_seen, repeat_cut, typed_indent
 from .draft_head import attach as attach_draft_head
 from .drafting import accepted_run, canvas_drafts, row_drafts
 from .cpu_features import native_bf16
@@ -737,8 +737,10 @@ class Engine:
         text = self._visible(self.tokenizer.decode(fill_tokens(a, self.special)), a)
         if hole.stop_indent and dedent_cut(text, hole.stop_indent) >= 0:
             return "end"
-        if hole.stop_repeats and repeat_cut(text, typed_indent(hole.prefix)) >= 0:
-            return "end"
+        if hole.stop_repeats:
+            looped, a.loop_clean = loop_seen(text, typed_indent(hole.prefix), a.loop_clean)
+            if looped:
+                return "end"
         return None
 
     def _restrict_first_slot(self, logits, canvases, masked, active, healed: list[int], compact: bool) -> None:

@@ -85,6 +85,9 @@ class ActiveHole:
     # The draft head (draft_head.py): its guesses after the newest committed token, (first
     # slot, tokens), for the next pass to check when the text offers no draft.
     head_draft: tuple[int, list[int]] | None = None
+    # Hole.stop_repeats: the head of the fill already checked and found without a loop
+    # (repeat_stop.loop_seen), so a pass checks only the lines that are new.
+    loop_clean: str = ""
 
     @property
     def params(self):

@@ -7,7 +7,7 @@ import pytest
 from dllm_engine.engine import Engine, EngineConfig
 from dllm_engine.http_schemas import InfillBody
 from dllm_engine.protocol import Hole, InfillRequest, ProtocolError
-from dllm_engine.repeat_stop import repeat_cut, typed_indent
+from dllm_engine.repeat_stop import loop_seen, repeat_cut, typed_indent
 from dllm_lsp.syntax.shaping_steps import CursorLine, drop_repetition
 
 TEXTS = [
@@ -43,6 +43,22 @@ def test_while_running_only_complete_lines_count_as_repeats():
     assert repeat_cut("go()\n    go()\n    go()\n", typed_indent("def f():\n    ")) == len("go()")
     assert repeat_cut("go()\n    go()\n    go()\n", typed_indent("x = 1; ")) == -1
     assert typed_indent("a\n  ") == "  " and typed_indent("a\n  b") == "" and typed_indent("") == ""
+
+
+@pytest.mark.parametrize("step", [1, 3, 17])
+@pytest.mark.parametrize("typed", ["", "    "])
+def test_the_per_pass_check_sees_what_the_whole_check_sees(step, typed):
+    """loop_seen, fed a growing fill a few characters a pass (and once a head that changed),
+    says "loop" exactly when repeat_cut on the whole text so far finds one."""
+    for text in TEXTS + ["\n".join(TEXTS)]:
+        clean = ""
+        for end in range(0, len(text) + step, step):
+            head = text[:end]
+            looped, clean = loop_seen(head, typed, clean)
+            assert looped == (repeat_cut(head, typed) >= 0), (text, end)
+            if looped:
+                break
+    assert loop_seen("b = 3\nb = 2\nb = 2\nb = 2\n", "", "b = 1\n") == (True, "")  # a changed head is checked again
 
 
 def test_bad_stop_repeats_is_refused_at_the_boundary():

@@ -54,8 +54,9 @@ class FileResult:
 
 def _engine_hole(ctx) -> Hole:
     # The model was trained on LF text: CRLF files get LF context, and fills are converted back by shaping.
+    # Shaping (apply.py) cuts a fill that loops: the engine ends it there (stop_repeats).
     return Hole(prefix=ctx.prefix.replace("\r\n", "\n"), suffix=ctx.suffix.replace("\r\n", "\n"),
-                max_tokens=ctx.max_tokens, bucket=ctx.bucket)
+                max_tokens=ctx.max_tokens, bucket=ctx.bucket, stop_repeats=True)
 
 
 async def _infill(client, request: InfillRequest):

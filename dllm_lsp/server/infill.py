@@ -81,8 +81,7 @@ def plan_completion(doc: Document, offset: int, options: ServerOptions, open_doc
         log.debug("no completion at %s:%d: %s", doc.uri, offset, ctx.reason)
         return None
     ctx = under_policy(ctx, options.multiline)
-    # Shaping cuts a fill that loops (drop_repetition): the engine ends it where the loop starts.
-    hole = dataclasses.replace(engine_hole(ctx, doc.language, ctx.max_tokens, ctx.bucket), stop_repeats=True)
+    hole = engine_hole(ctx, doc.language, ctx.max_tokens, ctx.bucket)
     indent = block_indent(ctx, doc.syntax_language)
     if indent:  # the engine stops the fill where shaping would cut it (stop_at_dedent)
         hole = dataclasses.replace(hole, stop_indent=indent)
@@ -112,13 +111,15 @@ def block_indent(ctx: CompletionContext, language: Any) -> int | None:
 
 def engine_hole(ctx: CompletionContext, language: Any, max_tokens: int, bucket: int | None) -> Hole:
     """The engine's hole for a context: snippets as comments, LF line ends (the model was
-    trained on LF text; shaping converts a fill back to the document's CRLF)."""
+    trained on LF text; shaping converts a fill back to the document's CRLF). Shaping cuts a
+    fill that loops (drop_repetition) for every kind of hole, so every hole asks the engine to
+    end the fill where the loop starts (stop_repeats): the passes after it are never run."""
     prefix = with_snippets(ctx, language) if ctx.snippets else ctx.prefix
     # A rest-of-line completion ends at its newline: the engine then stops denoising
     # the slots after it (fewer passes), instead of shaping cutting them off afterwards.
     stop = ("\n",) if ctx.kind == "line" else ()
     return Hole(prefix=prefix.replace("\r\n", "\n"), suffix=ctx.suffix.replace("\r\n", "\n"),
-                max_tokens=max_tokens, bucket=bucket, stop=stop)
+                max_tokens=max_tokens, bucket=bucket, stop=stop, stop_repeats=True)
 
 
 def request_for(holes: list[Hole], options: ServerOptions, priority: str = "interactive",

@@ -63,3 +63,15 @@ def test_every_completion_asks_the_engine_to_stop_a_loop():
                  "class A:\n    def f(self):█\n"):
         assert plan(text).hole.stop_repeats is True
     assert plan("function f(x) {\n    █\n}\n", uri="file:///t.js", language_id="javascript").hole.stop_repeats is True
+
+
+def test_range_edits_and_the_refactor_command_ask_to_stop_a_loop_too():
+    """Range edits (fill holes, rewrite a selection) and `dllm-lsp refactor` shape their fills
+    with the same drop_repetition: their holes carry stop_repeats as well."""
+    from dllm_lsp.refactor.runner import _engine_hole
+
+    text = "def f(xs):\n    for x in xs:\n        print(x)\n        print(x * 2)\n"
+    doc = DocumentStore().open(types.TextDocumentItem(uri="file:///r.py", language_id="python", version=1, text=text))
+    ctx, hole = plan_range(doc, text.index("        print(x)"), text.index("\n", text.index("x * 2")), ServerOptions())
+    assert hole.stop_repeats is True
+    assert _engine_hole(ctx).stop_repeats is True

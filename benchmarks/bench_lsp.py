@@ -19,6 +19,7 @@ that ends the header (so each function starts with a pause at its empty body),
     python benchmarks/bench_lsp.py [--chars 160] [--interval-ms 80] [--pause-ms 4000] [--starts 11]
     python benchmarks/bench_lsp.py --skip-startup --multiline emptyBlock,always   # the two policies side by side
     python benchmarks/bench_lsp.py --skip-startup --threads 1,all   # one thread against every core
+    python benchmarks/bench_lsp.py --skip-startup --auto-indent --prefetch off,on   # the next line's prefetch
 """
 
 from __future__ import annotations
@@ -97,8 +98,28 @@ def replay_cases(chars: int) -> list[tuple[str, str, int, str]]:
     return cases
 
 
+def keystrokes(body: str, auto_indent: bool) -> list[str]:
+    """The body as typed: a character a keystroke, or, with `auto_indent`, Enter as an editor
+    makes it: the line break and the next line's indentation in one change (here the real
+    line's own, so a guess of the editor's indentation is checked against it)."""
+    if not auto_indent:
+        return list(body)
+    keys, i = [], 0
+    while i < len(body):
+        if body[i] == "\n":
+            j = i + 1
+            while j < len(body) and body[j] in " \t":
+                j += 1
+            keys.append(body[i:j])
+            i = j
+        else:
+            keys.append(body[i])
+            i += 1
+    return keys
+
+
 async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str, settings: dict,
-                 env: dict[str, str] = ENV) -> dict:
+                 env: dict[str, str] = ENV, auto_indent: bool = False) -> dict:
     client = LanguageClient("bench", "0")
     statuses: list[dict] = []
     client.feature("dllm/status")(lambda params: statuses.append(params._asdict() if hasattr(params, "_asdict") else params))
@@ -115,19 +136,20 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
     assert statuses[-1]["state"] == "ready", statuses[-1]
 
     latencies, with_items, pending = [], [], []
+    after_enter: list[float | None] = []  # per Enter keystroke: the time to its suggestion, None for none
     for uri, doc, offset, body in replay_cases(chars):
         client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
             uri=uri, language_id="python", version=1, text=doc)))
         line = doc.count("\n", 0, offset)
         col = offset - (doc.rfind("\n", 0, offset) + 1)
-        for version, ch in enumerate(body, start=2):
+        for version, ch in enumerate(keystrokes(body, auto_indent), start=2):
             client.text_document_did_change(types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
                 content_changes=[types.TextDocumentContentChangePartial(
                     range=types.Range(start=types.Position(line=line, character=col),
                                       end=types.Position(line=line, character=col)), text=ch)]))
-            if ch == "\n":
-                line, col = line + 1, 0
+            if ch.startswith("\n"):
+                line, col = line + 1, len(ch) - 1
             else:
                 col += 1  # ASCII source: one UTF-16 unit per character
             sent = time.perf_counter()
@@ -135,17 +157,19 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
                 text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=col),
                 context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic)))
 
-            async def timed(fut=fut, sent=sent):
+            async def timed(fut=fut, sent=sent, enter=ch.startswith("\n")):
                 result = await fut
                 elapsed = (time.perf_counter() - sent) * 1000
                 latencies.append(elapsed)
                 if result is not None and result.items:
                     with_items.append(elapsed)
+                if enter:
+                    after_enter.append(elapsed if result is not None and result.items else None)
 
             pending.append(asyncio.ensure_future(timed()))
             # A typist pauses at the end of a line and after `=` or `(`: that is when a
             # suggestion has time to arrive.
-            await asyncio.sleep(pause_s if ch in pause_after else interval_s)
+            await asyncio.sleep(pause_s if ch[0] in pause_after else interval_s)
     await asyncio.gather(*pending)
     stats = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="dllm.serverStats", arguments=[]))
@@ -154,6 +178,7 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
     await client.stop()
     sched = stats["scheduler"]
     answers = stats["engineAnswerMs"]
+    enter_suggested = [ms for ms in after_enter if ms is not None]
     superseded = sched["superseded"]
     return {
         "keystrokes": len(latencies),
@@ -161,6 +186,9 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
         "p50_ms": pct(latencies, 0.5), "p95_ms": pct(latencies, 0.95),
         "with_suggestion": len(with_items),
         "suggestion_p50_ms": pct(with_items, 0.5), "suggestion_p95_ms": pct(with_items, 0.95),
+        "enter_keystrokes": len(after_enter), "enter_with_suggestion": len(enter_suggested),
+        "enter_suggestion_p50_ms": pct(enter_suggested, 0.5), "enter_suggestion_p95_ms": pct(enter_suggested, 0.95),
+        "prefetch": stats.get("prefetch"),
         "engine_answered": len(answers),
         "engine_answer_p50_ms": pct([a["ms"] for a in answers], 0.5),
         "engine_answer_p95_ms": pct([a["ms"] for a in answers], 0.95),
@@ -197,6 +225,12 @@ async def main() -> None:
                     help="comma list of the server's OMP_NUM_THREADS (a count, or all: unset, every core, "
                          "as an editor starts it), each replayed per model and policy; default: "
                          "$OMP_NUM_THREADS, else 1")
+    ap.add_argument("--auto-indent", action="store_true",
+                    help="Enter inserts the line break and the next line's indentation in one change, as an "
+                         "editor's auto-indent does (default: every character typed, spaces included)")
+    ap.add_argument("--prefetch", default=None,
+                    help="comma list of the prefetchNextLine setting (on, off), each replayed per model, "
+                         "policy and thread count; default: the server's default only")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -211,21 +245,26 @@ async def main() -> None:
     typing = {}
     policies = args.multiline.split(",") if args.multiline else [None]
     thread_counts = args.threads.split(",") if args.threads else [None]
+    prefetches = args.prefetch.split(",") if args.prefetch else [None]
     for model in args.models.split(","):
         for policy in policies:
             for threads in thread_counts:
-                settings = {"engine": {"model": model}}
-                if args.max_passes:
-                    settings["diffusion"] = {"maxPasses": args.max_passes}
-                if policy:
-                    settings["multiline"] = policy
-                name = model + (f", multiline {policy}" if policy else "") + (f", threads {threads}" if threads else "")
-                name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
-                typing[name] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000,
-                                            args.pause_after, settings, server_env(threads))
+                for prefetch in prefetches:
+                    settings = {"engine": {"model": model}}
+                    if args.max_passes:
+                        settings["diffusion"] = {"maxPasses": args.max_passes}
+                    if policy:
+                        settings["multiline"] = policy
+                    if prefetch:
+                        settings["prefetchNextLine"] = prefetch == "on"
+                    name = model + (f", multiline {policy}" if policy else "") + (f", threads {threads}" if threads else "")
+                    name += f", prefetch {prefetch}" if prefetch else ""
+                    name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
+                    typing[name] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000,
+                                                args.pause_after, settings, server_env(threads), args.auto_indent)
     report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
               "cpu": cpu_name(), "interval_ms": args.interval_ms, "pause_ms": args.pause_ms,
-              "pause_after": args.pause_after, "max_passes": args.max_passes, "startup": startup, "typing": typing}
+              "pause_after": args.pause_after, "auto_indent": args.auto_indent, "max_passes": args.max_passes, "startup": startup, "typing": typing}
     print(json.dumps(report, indent=2) if args.json else "\n".join(f"{k}: {v}" for k, v in report.items()))
 
 

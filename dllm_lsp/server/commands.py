@@ -67,12 +67,14 @@ def register(ls: "DllmServer") -> None:
         ls.engine.set_enabled(enabled)
         if not enabled:
             ls.scheduler.cancel_all()
+            ls.prefetch.cancel_all()
         ls.ensure_engine_started()
         return {"enabled": enabled}
 
     @ls.command("dllm.restartEngine")
     async def restart(*args: Any) -> dict[str, Any]:
         ls.scheduler.cancel_all()
+        ls.prefetch.cancel_all()
         await ls.engine.restart()
         ls.ensure_engine_started()
         return ls.engine.status.to_json()
@@ -93,6 +95,9 @@ def register(ls: "DllmServer") -> None:
                 health = {"error": str(exc)}
         return {
             "scheduler": ls.scheduler.stats.to_json(),
+            "prefetch": {**ls.prefetch.stats.to_json(), "served": ls.cache.prefetch_served,
+                         "engineRequests": ls.engine.background_requests,
+                         "engineCancelled": ls.engine.background_cancelled},
             "engineRequests": ls.engine.requests,
             "engineCancelled": ls.engine.cancelled,
             "sharedEngineCalls": ls.inflight.joined,

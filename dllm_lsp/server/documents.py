@@ -49,6 +49,13 @@ class Document:
     def huge(self) -> bool:
         return len(self.text) > HUGE_DOCUMENT_CHARS
 
+    def edited(self, start: int, end: int, inserted: str) -> "Document":
+        """A detached copy with text[start:end] replaced (its tree updated incrementally): the
+        document an edit would make, for planning ahead of it; the store never sees it."""
+        text = self.text[:start] + inserted + self.text[end:]
+        tree = self.tree.edited(start, end, inserted) if self.tree is not None else None
+        return Document(self.uri, self.language_id, self.version, text, self.language, tree)
+
     def apply_change(self, change: types.TextDocumentContentChangeEvent, encoding: Encoding) -> None:
         text = scrub_surrogates(change.text)
         if isinstance(change, types.TextDocumentContentChangeWholeDocument) or getattr(change, "range", None) is None:

@@ -78,6 +78,10 @@ class EngineManager:
         self.requests = 0
         self.failures = 0
         self.cancelled = 0  # engine requests cancelled before they finished (superseded or $/cancelRequest)
+        # Requests the server makes on its own (the next line's prefetch), counted apart: the
+        # counters above and last_result stay about what the editor asked for.
+        self.background_requests = 0
+        self.background_cancelled = 0
         self.last_result: InfillResult | None = None
         self._warming: asyncio.Task | None = None
         self._latency_sent_at = float("-inf")
@@ -233,7 +237,8 @@ class EngineManager:
             self._set_status("ready", None, latency)
 
     async def infill(
-        self, request: InfillRequest, timeout_s: float = DEFAULT_TIMEOUT_S, wait_for_load: bool = False
+        self, request: InfillRequest, timeout_s: float = DEFAULT_TIMEOUT_S, wait_for_load: bool = False,
+        background: bool = False,
     ) -> InfillResult | None:
         """The engine's answer, or None (logged) when there is none to give.
 
@@ -257,14 +262,20 @@ class EngineManager:
         if client is None:
             log.info("no engine request: the engine is in back-off after: %s", self.status.message)
             return None
-        self.requests += 1
+        if background:
+            self.background_requests += 1
+        else:
+            self.requests += 1
         start = time.perf_counter()
         if request.deadline_s is None and self._loaded:
             request.deadline_s = timeout_s
         try:
             result = await asyncio.wait_for(client.infill(request), timeout_s + 5.0 if self._loaded else LOAD_TIMEOUT_S)
         except asyncio.CancelledError:
-            self.cancelled += 1
+            if background:
+                self.background_cancelled += 1
+            else:
+                self.cancelled += 1
             raise
         except (EngineBusy, RequestCancelled) as exc:
             log.info("engine did not serve request %s: %s", request.request_id, exc)
@@ -280,7 +291,8 @@ class EngineManager:
             self._fail(_explain(exc))
             return None
         self._mark_ready((time.perf_counter() - start) * 1000)
-        self.last_result = result
+        if not background:
+            self.last_result = result
         return result
 
 

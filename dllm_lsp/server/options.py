@@ -89,6 +89,10 @@ class ServerOptions:
     # affected. "emptyBlock": the replay's multi-line answers took ~1.4 s a fill on a 2-core CPU
     # (benchmarks/RESULTS.md, fourteenth session).
     multiline: MultilinePolicy = "emptyBlock"
+    # Fill the next line's suggestion in the background once a suggestion is shown (the
+    # suggestion accepted, Enter, the editor's auto-indent: prefetch.py), so the editor's
+    # request there is answered from the cache. Off for an OpenAI endpoint whatever this says.
+    prefetch_next_line: bool = True
     next_edit: NextEditOptions = field(default_factory=NextEditOptions)
 
 

@@ -22,6 +22,7 @@ from .documents import DocumentStore
 from .engine_manager import EngineManager, EngineStatus
 from .inflight import InflightRequests
 from .options import ServerOptions, parse_options
+from .prefetch import NextLinePrefetch
 from .protocol import DllmProtocol
 from .scheduler import RequestScheduler
 from .suggestion_cache import SuggestionCache
@@ -44,6 +45,7 @@ class DllmServer(LanguageServer):
         self.encoding: Encoding = "utf-16"
         self.documents = DocumentStore()
         self.cache = SuggestionCache()
+        self.prefetch = NextLinePrefetch(self)
         self.inflight = InflightRequests()
         self.scheduler = RequestScheduler(self.options.debounce_ms / 1000)
         self.engine = EngineManager(self.options.engine, self.publish_status, self.show_problem)
@@ -90,6 +92,7 @@ class DllmServer(LanguageServer):
         self.options = options
         self.scheduler.debounce_s = options.debounce_ms / 1000
         self.cache.clear()
+        self.prefetch.cancel_all()  # planned under the old settings
         return options
 
     # ------------------------------------------------------------ lifecycle
@@ -152,6 +155,7 @@ def create_server(base_settings: dict[str, Any] | None = None) -> DllmServer:
     async def on_shutdown(*args) -> None:
         ls._shutting_down = True
         ls.scheduler.cancel_all()
+        ls.prefetch.cancel_all()
         await ls.engine.close()
 
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -175,6 +179,7 @@ def create_server(base_settings: dict[str, Any] | None = None) -> DllmServer:
         uri = params.text_document.uri
         ls.documents.close(uri)
         ls.cache.clear(uri)
+        ls.prefetch.cancel(uri)
         ls.scheduler.supersede(f"inline:{uri}")
         ls.scheduler.supersede(f"completion:{uri}")
         if ls.diagnostics is not None:

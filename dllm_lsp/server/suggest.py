@@ -51,12 +51,19 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
         return None
 
     key = f"{kind}:{uri}"
+    text = doc.text
+    if not invoked and await ls.prefetch.join(uri, text, offset):  # Enter came before the prefetch finished
+        doc = ls.documents.get(uri)
+        if doc is None or doc.text != text:
+            return None  # the document changed while waiting: the client asks again
     cached = ls.cache.get(uri, doc.text, offset)
     if cached is not None:
         ls.scheduler.supersede(key)  # the user moved on from whatever was pending
         ls.scheduler.stats.cache_hits += 1
         end = min(len(doc.text), offset + cached.replace_chars)
-        return Suggestion(cached.text, offset, end), doc.index
+        found = Suggestion(cached.text, offset, end)
+        ls.prefetch.after(doc, doc.text, found)  # the line after this one (no-op when known)
+        return found, doc.index
 
     # Decide at once (on this request's snapshot) whether a completion belongs here,
     # so "no completion" answers do not wait for the debounce.
@@ -75,6 +82,7 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
         if current is None or current.version != plan.version:
             log.debug("stale %s request for %s (document changed during the debounce)", kind, uri)
             return None
+        ls.prefetch.cancel(uri)  # this request needs the engine: a guess about the next line must not delay it
         # Inline and ordinary completion at the same snapshot share one engine call.
         result = await ls.inflight.run((uri, plan.version, offset, plan.hole, invoked),
                                        lambda: ls.engine.infill(request_for([plan.hole], opts, invoked=invoked)))
@@ -92,6 +100,9 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
         if suggestion is None:
             return None
         ls.cache.put(uri, plan.text, offset, CachedSuggestion(suggestion.text, suggestion.replace_end - offset))
+        current = ls.documents.get(uri)
+        if current is not None:
+            ls.prefetch.after(current, plan.text, suggestion)
         return suggestion, index
 
     return await ls.scheduler.run(key, work)

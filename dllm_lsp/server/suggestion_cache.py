@@ -19,6 +19,7 @@ ANCHOR_CHARS = 256  # how much text either side identifies the place a suggestio
 class CachedSuggestion:
     text: str  # what to insert at the cursor
     replace_chars: int  # characters after the cursor that the insertion replaces (closers)
+    prefetched: bool = False  # filled ahead of the request (prefetch.py), not asked for
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,7 @@ class SuggestionCache:
     def __init__(self, capacity: int = 64) -> None:
         self.capacity = capacity
         self._entries: OrderedDict[tuple[str, str, str], _Entry] = OrderedDict()
+        self.prefetch_served = 0  # requests answered at the very place a prefetched entry was made for
 
     def put(self, uri: str, text: str, offset: int, suggestion: CachedSuggestion) -> None:
         if not suggestion.text:
@@ -46,19 +48,30 @@ class SuggestionCache:
 
     def get(self, uri: str, text: str, offset: int) -> CachedSuggestion | None:
         """The rest of a cached suggestion the user is typing through, or None."""
+        found = self._find(uri, text, offset)
+        if found is None:
+            return None
+        key, entry, typed = found
+        self._entries.move_to_end(key)
+        if entry.suggestion.prefetched and typed == 0:
+            self.prefetch_served += 1
+        return CachedSuggestion(entry.suggestion.text[typed:], entry.suggestion.replace_chars,
+                                entry.suggestion.prefetched)
+
+    def has(self, uri: str, text: str, offset: int) -> bool:
+        """Whether `get` would answer here (counting nothing, reordering nothing)."""
+        return self._find(uri, text, offset) is not None
+
+    def _find(self, uri: str, text: str, offset: int) -> "tuple[tuple[str, str, str], _Entry, int] | None":
         after = text[offset:offset + ANCHOR_CHARS]
         for key in reversed(self._entries):  # newest first
             entry = self._entries[key]
             if entry.uri != uri or entry.after != after:
                 continue
             typed = self._typed(entry, text, offset)
-            if typed is None:
-                continue
-            rest = entry.suggestion.text[typed:]
-            if not rest:
-                continue  # typed all of it: nothing left to suggest
-            self._entries.move_to_end(key)
-            return CachedSuggestion(rest, entry.suggestion.replace_chars)
+            if typed is None or typed == len(entry.suggestion.text):
+                continue  # not this place, or typed all of it: nothing left to suggest
+            return key, entry, typed
         return None
 
     @staticmethod

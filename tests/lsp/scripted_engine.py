@@ -8,6 +8,7 @@ holes, confidence), and only the model is scripted: every scored token has proba
 
 from __future__ import annotations
 
+import threading
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 
@@ -30,6 +31,9 @@ class ScriptedEngine:
     next_edit_requests: list = field(default_factory=list)
     infill_requests: list = field(default_factory=list)
     model_name: str = "scripted"
+    # A fill whose prefix ends with a key answers after that many seconds (cancellable meanwhile).
+    delays: dict = field(default_factory=dict)
+    cancelled_requests: list = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.tokenizer = TextTokenizer(SMALL_MODEL_DIR / "tokenizer.json")
@@ -40,10 +44,21 @@ class ScriptedEngine:
     def submit(self, request, on_event=None, on_settled=None):
         self.infill_requests.append(request)
         future: Future = Future()
-        future.set_result(InfillResult(request.request_id, [HoleResult(self.fill(h.prefix), "end", 1, 1)
-                                                            for h in request.holes], self.model_name, 1.0))
+        result = InfillResult(request.request_id, [HoleResult(self.fill(h.prefix), "end", 1, 1)
+                                                   for h in request.holes], self.model_name, 1.0)
+        delay = max((d for key, d in self.delays.items() if any(h.prefix.endswith(key) for h in request.holes)),
+                    default=0.0)
+        timer = threading.Timer(delay, lambda: future.done() or future.set_result(result))
+        timer.start()
+
+        def cancel(_self) -> None:
+            timer.cancel()
+            if not future.done():
+                self.cancelled_requests.append(request)
+                future.set_exception(RuntimeError("cancelled"))
+
         return type("Handle", (), {"future": future, "result": lambda self, timeout=None: future.result(timeout),
-                                   "cancel": lambda self: None})()
+                                   "cancel": cancel})()
 
     def score(self, request):
         _, offsets = self.tokenizer.encode_with_offsets(request.span)

@@ -25,6 +25,11 @@ def scripted():
         yield daemon
 
 
+def asked_by_editor(scripted):
+    """The engine requests made for the editor (not the next line's prefetch, at batch priority)."""
+    return [r for r in scripted.engine.infill_requests if r.priority == "interactive"]
+
+
 async def ask(client, kind):
     return await client.text_document_inline_completion_async(types.InlineCompletionParams(
         text_document=types.TextDocumentIdentifier(uri=URI), position=pos(3, 8),
@@ -38,13 +43,13 @@ async def test_invoked_inline_completions_ask_for_best_of_n(client, scripted):
     open_doc(client, URI, TEXT)
     typed = await ask(client, types.InlineCompletionTriggerKind.Automatic)
     assert [i.insert_text for i in typed.items] == ["s += x"]
-    assert scripted.engine.infill_requests[-1].params.candidates == 1
+    assert asked_by_editor(scripted)[-1].params.candidates == 1
     client.text_document_did_change(types.DidChangeTextDocumentParams(  # a fresh snapshot: no cached answer
         text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
         content_changes=[types.TextDocumentContentChangeWholeDocument(text=TEXT + "\n")]))
     asked = await ask(client, types.InlineCompletionTriggerKind.Invoked)
     assert [i.insert_text for i in asked.items] == ["s += x"]
-    assert scripted.engine.infill_requests[-1].params.candidates == 3
+    assert asked_by_editor(scripted)[-1].params.candidates == 3
 
 
 def test_the_setting_is_checked_and_many_holes_share_the_fill_budget():

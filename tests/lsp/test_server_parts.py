@@ -215,3 +215,25 @@ async def test_status_is_sent_on_changes_and_latency_at_most_every_few_seconds(m
     await manager.infill(InfillRequest(holes=[Hole(prefix="a")]))
     assert len(sent) == 2 and sent[-1].last_latency_ms is not None
     assert manager.status.last_latency_ms is not None  # always current for dllm.engineStatus
+
+
+def test_a_prefetched_entry_is_counted_once_when_served_at_its_place():
+    cache = SuggestionCache()
+    text = "def f(x):\n    y = 1\n    \n"
+    cache.put("u", text, 24, CachedSuggestion("return y", 0, prefetched=True))
+    assert cache.has("u", text, 24) and cache.prefetch_served == 0  # looking does not count
+    assert cache.get("u", text, 24) == CachedSuggestion("return y", 0, True) and cache.prefetch_served == 1
+    typed = text[:24] + "ret" + text[24:]
+    assert cache.get("u", typed, 27).text == "urn y" and cache.prefetch_served == 1  # typing through it
+    whole = text[:24] + "return y" + text[24:]
+    assert not cache.has("u", whole, 32) and cache.get("u", whole, 32) is None  # all of it typed
+
+
+def test_an_edited_document_is_detached_from_the_store():
+    store = DocumentStore()
+    doc = store.open(types.TextDocumentItem(uri="file:///a.py", language_id="python", version=3,
+                                            text="def f(x):\n    return x\n"))
+    ahead = doc.edited(22, 22, "\n    pass")
+    assert ahead.text == "def f(x):\n    return x\n    pass\n" and ahead.version == 3
+    assert str(ahead.tree.tree.root_node) == str(parse(ahead.text, doc.language).root_node)
+    assert store.get("file:///a.py").text == "def f(x):\n    return x\n"

@@ -14,6 +14,7 @@ export interface InitializationOptions {
   debounceMs: unknown;
   inlineCompletion: unknown;
   multiline: unknown;
+  prefetchNextLine: unknown;
   completion: unknown;
   diagnostics: unknown;
   context: Record<string, unknown>;
@@ -43,6 +44,7 @@ export function initializationOptions(get: SettingGetter): InitializationOptions
     debounceMs: get("debounceMs"),
     inlineCompletion: get("inlineCompletion"),
     multiline: get("multiline"),
+    prefetchNextLine: get("prefetchNextLine"),
     completion: get("completion"),
     diagnostics: get("diagnostics"),
     context: pick(get, "context", ["prefixTokens", "suffixTokens", "snippetTokens"]),

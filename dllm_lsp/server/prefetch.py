@@ -15,7 +15,9 @@ for the document with the completion accepted); ours also presses Enter, since a
 suggestion ends at its line end and the next request comes at the next line.
 
 The prefetch never delays a keystroke: it goes to the engine at batch priority, one per
-document, and any request of that document that needs the engine cancels it first. A wrong
+document, and any request that needs the engine cancels every prefetch first (the user moved
+on). A prefetch whose fill shaping drops leaves an empty entry: the request there answers
+"nothing" at once rather than filling the same hole again. A wrong
 guess (the user typed something else) costs one fill no request reads: the cache matches on
 the exact text. Off for an OpenAI endpoint (each fill is a billed request).
 """
@@ -112,13 +114,18 @@ class NextLinePrefetch:
 
         ls = self.ls
         plan = plan_completion(ahead, offset, ls.options, ls.documents.texts())
-        if plan is None:
+        if plan is None:  # no completion belongs there: the request there answers at once anyway
             self.stats.empty += 1
             return
         result = await ls.engine.infill(request_for([plan.hole], ls.options, priority="batch"), background=True)
-        suggestion = shape(plan, result.holes[0].text) if result is not None and result.holes else None
+        if result is None or not result.holes:
+            return  # no answer (the engine loading, failing or busy): the request there asks again
+        suggestion = shape(plan, result.holes[0].text)
         if suggestion is None:
+            # Kept as an empty entry: the request there answers "nothing" at once instead of
+            # filling the same hole again for the same nothing.
             self.stats.empty += 1
+            ls.cache.put(ahead.uri, plan.text, offset, CachedSuggestion("", 0, prefetched=True))
             return
         self.stats.filled += 1
         ls.cache.put(ahead.uri, plan.text, offset,

@@ -60,6 +60,8 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
     if cached is not None:
         ls.scheduler.supersede(key)  # the user moved on from whatever was pending
         ls.scheduler.stats.cache_hits += 1
+        if not cached.text:
+            return None  # a prefetch found nothing to suggest at this very place
         end = min(len(doc.text), offset + cached.replace_chars)
         found = Suggestion(cached.text, offset, end)
         ls.prefetch.after(doc, doc.text, found)  # the line after this one (no-op when known)
@@ -82,7 +84,7 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
         if current is None or current.version != plan.version:
             log.debug("stale %s request for %s (document changed during the debounce)", kind, uri)
             return None
-        ls.prefetch.cancel(uri)  # this request needs the engine: a guess about the next line must not delay it
+        ls.prefetch.cancel_all()  # this request needs the engine: no guess about a next line may delay it
         # Inline and ordinary completion at the same snapshot share one engine call.
         result = await ls.inflight.run((uri, plan.version, offset, plan.hole, invoked),
                                        lambda: ls.engine.infill(request_for([plan.hole], opts, invoked=invoked)))

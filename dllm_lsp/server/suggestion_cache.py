@@ -37,7 +37,9 @@ class SuggestionCache:
         self.prefetch_served = 0  # requests answered at the very place a prefetched entry was made for
 
     def put(self, uri: str, text: str, offset: int, suggestion: CachedSuggestion) -> None:
-        if not suggestion.text:
+        """An empty suggestion is kept only when prefetched: it answers "nothing here" at its
+        very place (the same plan and engine would fill nothing again)."""
+        if not suggestion.text and not suggestion.prefetched:
             return
         before, after = text[max(0, offset - ANCHOR_CHARS):offset], text[offset:offset + ANCHOR_CHARS]
         key = (uri, before, after)
@@ -47,7 +49,8 @@ class SuggestionCache:
             self._entries.popitem(last=False)
 
     def get(self, uri: str, text: str, offset: int) -> CachedSuggestion | None:
-        """The rest of a cached suggestion the user is typing through, or None."""
+        """The rest of a cached suggestion the user is typing through, or None; an empty text is
+        a prefetch that found nothing to suggest here."""
         found = self._find(uri, text, offset)
         if found is None:
             return None
@@ -69,7 +72,7 @@ class SuggestionCache:
             if entry.uri != uri or entry.after != after:
                 continue
             typed = self._typed(entry, text, offset)
-            if typed is None or typed == len(entry.suggestion.text):
+            if typed is None or (entry.suggestion.text and typed == len(entry.suggestion.text)):
                 continue  # not this place, or typed all of it: nothing left to suggest
             return key, entry, typed
         return None

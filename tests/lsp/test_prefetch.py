@@ -111,6 +111,32 @@ async def test_enter_before_the_prefetch_finished_waits_for_it(client, scripted)
     assert stats["served"] == 1 and stats["cancelled"] == 0
 
 
+async def test_a_prefetch_that_found_nothing_answers_nothing_without_the_engine(client, scripted):
+    scripted.engine.rules = [(NEXT_PLACE, ""), ("        ", "s += x")]
+    await ready(client, scripted)
+    await inline(client, URI, 3, 8)
+    await wait_for(lambda: len(by_priority(scripted, "batch")) == 1, 10, "the prefetch's engine request")
+    stats = await prefetch_stats(client)
+    while stats["empty"] < 1:
+        await asyncio.sleep(0.02)
+        stats = await prefetch_stats(client)
+    accept_and_enter(client)
+    assert not (await inline(client, URI, 4, 8)).items
+    assert len(by_priority(scripted, "interactive")) == 1 and (await prefetch_stats(client))["served"] == 1
+
+
+async def test_a_request_in_another_document_cancels_the_prefetch_too(client, scripted):
+    scripted.engine.delays = {NEXT_PLACE: 30.0}
+    await ready(client, scripted)
+    await inline(client, URI, 3, 8)
+    await wait_for(lambda: len(by_priority(scripted, "batch")) == 1, 10, "the prefetch's engine request")
+    other = URI.replace("totals", "other")
+    open_doc(client, other, TEXT)
+    assert [i.insert_text for i in (await inline(client, other, 3, 8)).items] == ["s += x"]
+    await wait_for(lambda: scripted.engine.cancelled_requests, 10, "the daemon to cancel the prefetch")
+    assert scripted.engine.cancelled_requests[0].priority == "batch"
+
+
 async def test_the_setting_turns_it_off(client, scripted):
     await ready(client, scripted, prefetchNextLine=False)
     assert [i.insert_text for i in (await inline(client, URI, 3, 8)).items] == ["s += x"]

@@ -237,3 +237,13 @@ def test_an_edited_document_is_detached_from_the_store():
     assert ahead.text == "def f(x):\n    return x\n    pass\n" and ahead.version == 3
     assert str(ahead.tree.tree.root_node) == str(parse(ahead.text, doc.language).root_node)
     assert store.get("file:///a.py").text == "def f(x):\n    return x\n"
+
+
+def test_an_empty_prefetched_entry_answers_nothing_at_its_place_only():
+    cache = SuggestionCache()
+    text = "def f(x):\n    y = 1\n    \n"
+    cache.put("u", text, 24, CachedSuggestion("", 0))  # an empty answer asked for is not kept
+    assert not cache.has("u", text, 24)
+    cache.put("u", text, 24, CachedSuggestion("", 0, prefetched=True))
+    assert cache.get("u", text, 24) == CachedSuggestion("", 0, True)
+    assert cache.get("u", text[:24] + "r" + text[24:], 25) is None  # typed on: nothing known there

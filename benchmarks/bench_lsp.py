@@ -6,6 +6,8 @@ Measures, with the engine in process, for each model in --models (default: the d
   (all responses, and responses carrying a suggestion), and, measured in the server,
   request arrival to the engine's answer for the requests the engine finished
   (whether or not output shaping kept the answer);
+- the Enter keystrokes: how many got a suggestion, and how soon (the next line's prefetch,
+  `--prefetch`, answers there from the cache when the line before was the suggested one);
 - the fraction of superseded requests cancelled before the engine finished them;
 - server memory (max RSS, model included);
 - process start to `initialize` response, side by side with a bare pygls server
@@ -14,7 +16,10 @@ Measures, with the engine in process, for each model in --models (default: the d
 The typed text: function bodies from the standard library (`inspect.getsource`),
 typed back character by character into their module with the body removed, from the newline
 that ends the header (so each function starts with a pause at its empty body),
-80 ms between keystrokes and a 4 s pause after each newline, `=` and `(`.
+80 ms between keystrokes and a 4 s pause after each newline, `=` and `(`. With `--auto-indent`
+Enter types the line break and the real next line's indentation in one change, as an editor's
+auto-indent does; `--functions` types other functions (code deep in a large module moves the
+prefix window's start, which the default three, mostly docstrings, never do).
 
     python benchmarks/bench_lsp.py [--chars 160] [--interval-ms 80] [--pause-ms 4000] [--starts 11]
     python benchmarks/bench_lsp.py --skip-startup --multiline emptyBlock,always   # the two policies side by side
@@ -82,10 +87,21 @@ async def time_to_initialize(cmd: list[str]) -> float:
     return elapsed
 
 
-def replay_cases(chars: int) -> list[tuple[str, str, int, str]]:
+def resolve(spec: str):
+    """A function from "module:qualified.name" (e.g. "argparse:HelpFormatter._format_usage")."""
+    import importlib
+
+    module, _, name = spec.partition(":")
+    obj = importlib.import_module(module)
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def replay_cases(chars: int, functions=None) -> list[tuple[str, str, int, str]]:
     """(uri, document with the body removed, offset of the body, body to type)."""
     cases = []
-    for fn in FUNCTIONS:
+    for fn in functions or FUNCTIONS:
         module_source = Path(inspect.getsourcefile(fn)).read_text()
         source = inspect.getsource(fn)
         # Typing starts with the newline that ends the header, so the first pause is at the
@@ -119,7 +135,7 @@ def keystrokes(body: str, auto_indent: bool) -> list[str]:
 
 
 async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str, settings: dict,
-                 env: dict[str, str] = ENV, auto_indent: bool = False) -> dict:
+                 env: dict[str, str] = ENV, auto_indent: bool = False, functions=None) -> dict:
     client = LanguageClient("bench", "0")
     statuses: list[dict] = []
     client.feature("dllm/status")(lambda params: statuses.append(params._asdict() if hasattr(params, "_asdict") else params))
@@ -137,7 +153,7 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
 
     latencies, with_items, pending = [], [], []
     after_enter: list[float | None] = []  # per Enter keystroke: the time to its suggestion, None for none
-    for uri, doc, offset, body in replay_cases(chars):
+    for uri, doc, offset, body in replay_cases(chars, functions):
         client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
             uri=uri, language_id="python", version=1, text=doc)))
         line = doc.count("\n", 0, offset)
@@ -203,6 +219,9 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
         "engine_requests": stats["engineRequests"],
         "max_rss_mb": stats["maxRssKb"] / 1024,
         "mean_pass_ms": (stats.get("engineHealth") or {}).get("mean_pass_ms"),
+        # Every request's encoding, the superseded ones' too (their K/V are kept and reused).
+        "context_tokens_encoded": (stats.get("engineHealth") or {}).get("context_tokens_encoded"),
+        "engine_requests_cancelled": (stats.get("engineHealth") or {}).get("requests_cancelled"),
         "answers": answers,  # each with the engine's breakdown: queue, passes, context tokens encoded
     }
 
@@ -231,6 +250,9 @@ async def main() -> None:
     ap.add_argument("--prefetch", default=None,
                     help="comma list of the prefetchNextLine setting (on, off), each replayed per model, "
                          "policy and thread count; default: the server's default only")
+    ap.add_argument("--functions", default=None,
+                    help="comma list of module:qualified.name to type instead of the default three "
+                         "(e.g. argparse:HelpFormatter._format_usage: code typed deep in a large module)")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -246,6 +268,7 @@ async def main() -> None:
     policies = args.multiline.split(",") if args.multiline else [None]
     thread_counts = args.threads.split(",") if args.threads else [None]
     prefetches = args.prefetch.split(",") if args.prefetch else [None]
+    functions = [resolve(f) for f in args.functions.split(",")] if args.functions else None
     for model in args.models.split(","):
         for policy in policies:
             for threads in thread_counts:
@@ -261,10 +284,12 @@ async def main() -> None:
                     name += f", prefetch {prefetch}" if prefetch else ""
                     name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
                     typing[name] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000,
-                                                args.pause_after, settings, server_env(threads), args.auto_indent)
+                                                args.pause_after, settings, server_env(threads), args.auto_indent,
+                                                functions)
     report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
               "cpu": cpu_name(), "interval_ms": args.interval_ms, "pause_ms": args.pause_ms,
-              "pause_after": args.pause_after, "auto_indent": args.auto_indent, "max_passes": args.max_passes, "startup": startup, "typing": typing}
+              "pause_after": args.pause_after, "auto_indent": args.auto_indent,
+              "functions": args.functions, "max_passes": args.max_passes, "startup": startup, "typing": typing}
     print(json.dumps(report, indent=2) if args.json else "\n".join(f"{k}: {v}" for k, v in report.items()))
 
 

@@ -70,13 +70,13 @@ class NextLinePrefetch:
         edit = after_enter(text, suggestion.offset, suggestion.text, suggestion.replace_end, doc.syntax_language)
         if edit is None:
             return
-        ahead = doc.edited(edit.start, edit.end, edit.text)
-        place = (ahead.text, edit.cursor)
+        place = (text[:edit.start] + edit.text + text[edit.end:], edit.cursor)
         running = self._running.get(doc.uri)
         if running is not None and running[0] == place and not running[1].done():
             return  # typing through the suggestion: the same place is being filled
         if self.ls.cache.has(doc.uri, *place):
             return
+        ahead = doc.edited(edit.start, edit.end, edit.text)  # its tree: an incremental reparse, only now
         self.cancel(doc.uri)
         self.stats.started += 1
         task = asyncio.ensure_future(self._fill(ahead, edit.cursor))

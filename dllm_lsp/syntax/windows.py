@@ -52,6 +52,11 @@ def _str_index(source: bytes, byte: int) -> int:
     return len(source[:byte].decode("utf-8", "surrogatepass"))
 
 
+def _on_grid(offset: int, step: int) -> int:
+    """`offset` rounded up to a multiple of `step` (never earlier: the window stays in budget)."""
+    return -(-offset // step) * step
+
+
 def prefix_start(
     text: str,
     offset: int,
@@ -59,8 +64,17 @@ def prefix_start(
     language: LanguageSpec | None = None,
     tree: tree_sitter.Tree | None = None,
 ) -> int:
-    """Str index where the prefix window begins."""
-    lower = offset - budget_chars
+    """Str index where the prefix window begins.
+
+    The window's lower bound sits on a grid of a quarter of the budget (absolute document
+    offsets), so as the user types, the window's start moves once every quarter budget typed
+    instead of at each statement. Why: the engine's context cache is exact by token prefix in
+    suffix-then-prefix order, so a moved start re-encodes the whole prefix (~580 tokens, 1-2 s
+    on a 2-core CPU); typing 400 characters deep in argparse moved it 14 times, and the replay's
+    single-line answers there went from p50 ~1 s to ~0.35 s with the grid (benchmarks/RESULTS.md,
+    seventeenth session). The window is then between 3/4 of the budget and all of it.
+    """
+    lower = _on_grid(offset - budget_chars, max(1, budget_chars // 4))
     if lower <= 0:
         return 0
     if tree is not None and language is not None:

@@ -55,7 +55,8 @@ def test_prefix_window_starts_at_the_earliest_statement_in_budget(path, budget):
     for offset in _cursors(text):
         st = prefix_start(text, offset, budget, spec, tree)
         assert 0 <= st <= offset and offset - st <= budget
-        lower = offset - budget
+        step = budget // 4
+        lower = -(-(offset - budget) // step) * step  # on the quarter-budget grid, never earlier
         if lower <= 0:
             assert st == 0
             continue
@@ -95,11 +96,32 @@ def test_python_windows_golden():
     assert ctx.kind == "none"  # before an identifier
     offset = text.index("        if not candidates:") + len("        if not candidates:\n            return None\n")
     ctx = completion_context(text, offset, spec, ContextBudget(prefix_tokens=60, suffix_tokens=30))
-    # 192 characters back lands inside `def cheapest`: the window starts at its first statement.
-    assert ctx.prefix.startswith("        candidates = [\n")
+    # 192 characters back, rounded up to the quarter-budget grid (48 characters), lands inside
+    # `candidates = [...]`: the window starts at the next statement.
+    assert ctx.prefix.startswith("        if not candidates:\n")
     assert ctx.prefix.endswith("return None\n")
     # 96 characters forward: the rest of the method, not half of `def save`.
     assert ctx.suffix.rstrip().endswith("return min(candidates, key=lambda item: item.price)")
+
+
+def test_typing_moves_the_prefix_window_once_a_quarter_budget():
+    """While the user types at the end of the prefix, the window's start (the engine's context
+    cache key after the suffix) moves once every quarter budget typed, not at each statement."""
+    text, spec = load(next(p for p in SAMPLES if p.suffix == ".py"))
+    budget, typed = 600, "x = compute(value, other)\n        "
+    offset = text.index("        if not candidates:")
+    text, offset = text[:offset] + "        \n" + text[offset:], offset + 8  # a new line in the block
+    moves, last = 0, None
+    for i in range(len(typed) * 8):
+        ch = typed[i % len(typed)]
+        text, offset = text[:offset] + ch + text[offset:], offset + 1
+        st = prefix_start(text, offset, budget, spec, parse(text, spec))
+        moves += last is not None and st != last
+        last = st
+    # 240 characters typed cross the 150-character grid once or twice; one more move and its
+    # move back come while `compute(` is open (tree-sitter makes the enclosing class an ERROR
+    # node until the paren closes). Without the grid the start moved 16 times here.
+    assert moves <= 4
 
 
 def test_budget_counts_tokens_times_chars_per_token():

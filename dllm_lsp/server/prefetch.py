@@ -44,7 +44,7 @@ class PrefetchStats:
     started: int = 0
     filled: int = 0  # answers put in the suggestion cache
     empty: int = 0  # the engine answered, shaping kept nothing (or no completion belongs there)
-    cancelled: int = 0  # a request of the same document needed the engine first
+    cancelled: int = 0  # a request needed the engine first
 
     def to_json(self) -> dict[str, int]:
         return asdict(self)

@@ -19,6 +19,8 @@ from typing import NamedTuple
 from .indentation import indent_unit, leading
 from .languages import LanguageSpec
 
+_UNIT_WINDOW = 8192  # characters before the cursor's line that tell the indentation step
+
 # A Python statement after which the block ends: the next line goes one level out.
 _ENDS_BLOCK = re.compile(r"^(return|pass|raise|break|continue)\b")
 
@@ -43,20 +45,23 @@ def after_enter(text: str, offset: int, inserted: str, replace_end: int,
         return None
     line_start = text.rfind("\n", 0, offset) + 1
     accepted_line = (text[line_start:offset] + inserted).rsplit("\n", 1)[-1]
-    indent = _next_indent(accepted_line, text, language)
+    # The indentation step from the text near the cursor: this runs on every keystroke that
+    # types through a suggestion, so it must not scan a large document whole.
+    indent = _next_indent(accepted_line, text[max(0, line_start - _UNIT_WINDOW):offset], language)
     eol = "\r\n" if rest_of_line else "\n"  # the editor breaks the line as the document does
     typed = inserted + eol + indent
     return Edit(offset, replace_end, typed, offset + len(typed))
 
 
-def _next_indent(line: str, text: str, language: LanguageSpec | None) -> str:
+def _next_indent(line: str, nearby: str, language: LanguageSpec | None) -> str:
+    """The new line's indentation after `line`; `nearby`: text before it, for the step."""
     lead = leading(line)
     body = line.strip()
     opener = language.block_opener if language is not None else None
     if body.endswith(opener) if opener else body.endswith((":", "{")):
-        return lead + indent_unit(text)
+        return lead + indent_unit(nearby)
     indented = language is None or language.indent_style == "indent"
     if indented and language is not None and language.name == "python" and _ENDS_BLOCK.match(body):
-        unit = indent_unit(text)
+        unit = indent_unit(nearby)
         return lead[:-len(unit)] if lead.endswith(unit) else lead
     return lead

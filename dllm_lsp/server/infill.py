@@ -80,7 +80,7 @@ def plan_completion(doc: Document, offset: int, options: ServerOptions, open_doc
     if ctx.kind == "none":
         log.debug("no completion at %s:%d: %s", doc.uri, offset, ctx.reason)
         return None
-    ctx = under_policy(ctx, options.multiline)
+    ctx = under_policy(ctx, options.multiline, options.multiline_max_lines)
     hole = engine_hole(ctx, doc.language, ctx.max_tokens, ctx.bucket)
     indent = block_indent(ctx, doc.syntax_language)
     if indent:  # the engine stops the fill where shaping would cut it (stop_at_dedent)
@@ -119,7 +119,7 @@ def engine_hole(ctx: CompletionContext, language: Any, max_tokens: int, bucket: 
     # the slots after it (fewer passes), instead of shaping cutting them off afterwards.
     stop = ("\n",) if ctx.kind == "line" else ()
     return Hole(prefix=prefix.replace("\r\n", "\n"), suffix=ctx.suffix.replace("\r\n", "\n"),
-                max_tokens=max_tokens, bucket=bucket, stop=stop, stop_repeats=True)
+                max_tokens=max_tokens, bucket=bucket, stop=stop, stop_repeats=True, max_lines=ctx.max_lines)
 
 
 def request_for(holes: list[Hole], options: ServerOptions, priority: str = "interactive",

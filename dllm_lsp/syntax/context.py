@@ -52,6 +52,7 @@ class CompletionContext:
     max_tokens: int  # from the kind: line 24, multiline 64, block 128
     bucket: int | None  # first canvas length bucket for the kind
     snippets: tuple[str, ...] = ()  # cross-file snippets (definitions of imported names)
+    max_lines: int | None = None  # a multi-line suggestion's most lines (shaping's cap_lines)
 
 
 def _indent(line: str) -> int:
@@ -127,14 +128,16 @@ def _classify(
     return "multiline", "blank line"
 
 
-def under_policy(ctx: CompletionContext, multiline: MultilinePolicy) -> CompletionContext:
+def under_policy(ctx: CompletionContext, multiline: MultilinePolicy, max_lines: int | None = None) -> CompletionContext:
     """`ctx` as a single line where the policy allows no multi-line suggestion there. A blank
     line inside code that goes on below it gets the next statement, not a guess at the rest of
     the block: that guess is what the user is about to type anyway, costs several times a
-    line's latency (up to 64 tokens) and is wrong more often the longer it runs."""
+    line's latency (up to 64 tokens) and is wrong more often the longer it runs. A multi-line
+    suggestion shows at most `max_lines` lines (None: as many as its tokens make)."""
     narrow = (ctx.kind == "multiline" and multiline != "always") or (ctx.kind == "block" and multiline == "never")
     if not narrow:
-        return ctx
+        multi = ctx.kind in ("multiline", "block")
+        return dataclasses.replace(ctx, max_lines=max_lines) if multi and max_lines else ctx
     return dataclasses.replace(ctx, kind="line", max_tokens=MAX_TOKENS["line"], bucket=BUCKETS["line"])
 
 

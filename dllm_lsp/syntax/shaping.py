@@ -26,7 +26,7 @@ from dllm_lsp.syntax.indentation import (
 )
 from dllm_lsp.syntax.languages import LanguageSpec, parse
 from dllm_lsp.syntax.parse_check import new_error_count
-from dllm_lsp.syntax.shaping_steps import cursor_line, drop_repetition, drop_suffix_duplicate, stop_at_dedent
+from dllm_lsp.syntax.shaping_steps import cap_lines, cursor_line, drop_repetition, drop_suffix_duplicate, stop_at_dedent
 
 _HEAD_CHARS = 8192  # how much text the line-based steps look at, so large files stay cheap
 _MAX_PARSE_TRIES = 6  # parse checks per completion (incremental parses of the filled document)
@@ -111,6 +111,8 @@ def shape_completion(
         comp = rescale_steps(comp, len(base), unit)
     if not single_line and indent_language:
         comp = stop_at_dedent(comp, cur)
+    if not single_line and ctx.max_lines:
+        comp = cap_lines(comp, ctx.max_lines)
     reaches_end = offset + len(ctx.suffix) >= len(text)
     comp, replaced = fit_brackets(comp, ctx.prefix, ctx.suffix, cur.line_suffix, language, single_line, reaches_end)
     comp = comp.rstrip()

@@ -32,6 +32,7 @@ from .denoise import SpecialIds, denoise_pass, sample_tokens
 from .draft_adapter import attach as attach_draft_adapter
 from .engine_calls import EngineCalls
 from .dedent_stop import dedent_cut
+from .line_cap import line_cap_cut
 from .repeat_stop import loop_seen, repeat_cut, typed_indent
 from .draft_head import attach as attach_draft_head
 from .drafting import accepted_run, canvas_drafts, row_drafts
@@ -729,13 +730,15 @@ class Engine:
 
     def _stop_rule(self, a: ActiveHole) -> str | None:
         """"end" once the committed head of a hole holds a line that leaves its block
-        (`stop_indent`, dedent_stop.py) or a loop (`stop_repeats`, repeat_stop.py);
-        _finish_hole cuts the text there."""
+        (`stop_indent`, dedent_stop.py), a loop (`stop_repeats`, repeat_stop.py) or as many
+        lines as it may show (`max_lines`, line_cap.py); _finish_hole cuts the text there."""
         hole = a.state.request.holes[a.index]
-        if not hole.stop_indent and not hole.stop_repeats:
+        if not hole.stop_indent and not hole.stop_repeats and not hole.max_lines:
             return None
         text = self._visible(self.tokenizer.decode(fill_tokens(a, self.special)), a)
         if hole.stop_indent and dedent_cut(text, hole.stop_indent) >= 0:
+            return "end"
+        if hole.max_lines and line_cap_cut(text, hole.max_lines) >= 0:
             return "end"
         if hole.stop_repeats:
             looped, a.loop_clean = loop_seen(text, typed_indent(hole.prefix), a.loop_clean)
@@ -795,6 +798,9 @@ class Engine:
         if cut >= 0:
             text, reason = text[:cut], "end"
         cut = repeat_cut(text, typed_indent(hole.prefix), final=True) if hole.stop_repeats else -1
+        if cut >= 0:
+            text, reason = text[:cut], "end"
+        cut = line_cap_cut(text, hole.max_lines) if hole.max_lines else -1
         if cut >= 0:
             text, reason = text[:cut], "end"
         a.state.results[a.index] = HoleResult(

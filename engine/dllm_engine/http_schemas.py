@@ -72,6 +72,7 @@ class HoleBody(_Body):
     stop: list[StopText] = Field(default_factory=list, max_length=8)
     stop_indent: int | None = Field(Hole.stop_indent, ge=1, le=1024)
     stop_repeats: bool = Hole.stop_repeats
+    max_lines: int | None = Field(Hole.max_lines, ge=1, le=1024)
 
     def build(self) -> Hole:
         return Hole(**self.model_dump())

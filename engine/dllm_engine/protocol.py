@@ -113,6 +113,10 @@ class Hole:
     # phrase three times in a row in a line), cut after the loop's first unit: the language
     # server's own cut (repeat_stop.py), so the passes after a loop starts are never run.
     stop_repeats: bool = False
+    # The fill ends after this many lines that hold something, at the first line break after
+    # them where its brackets and triple-quoted strings are closed (line_cap.py): the language
+    # server shows no more (its multilineMaxLines), so the passes after them are never run.
+    max_lines: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.stop, list):
@@ -131,6 +135,8 @@ class Hole:
             raise ProtocolError(f"bucket must be an integer in [1, max_tokens], got {self.bucket!r}")
         if self.stop_indent is not None and (not _is_int(self.stop_indent) or not (1 <= self.stop_indent <= 1024)):
             raise ProtocolError(f"stop_indent must be an integer in [1, 1024], got {self.stop_indent!r}")
+        if self.max_lines is not None and (not _is_int(self.max_lines) or not (1 <= self.max_lines <= 1024)):
+            raise ProtocolError(f"max_lines must be an integer in [1, 1024], got {self.max_lines!r}")
         if not isinstance(self.stop_repeats, bool):
             raise ProtocolError(f"stop_repeats must be true or false, got {self.stop_repeats!r:.40}")
 

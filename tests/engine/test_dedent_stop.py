@@ -1,5 +1,5 @@
 """Hole.stop_indent (dedent_stop.py): the rule and its validation at the boundary (on the
-default model: tests/bases/test_dedent_stop_default.py)."""
+default model: tests/bases/test_stop_rules_default.py)."""
 
 import pytest
 

@@ -12,7 +12,8 @@ from dllm_lsp.server.documents import DocumentStore
 from dllm_lsp.server.infill import plan_completion, plan_range
 from dllm_lsp.server.options import ServerOptions, parse_options
 
-from .conftest import command, inline, open_doc, wait_for
+from .conftest import command, inline, open_doc, start, wait_for
+from .scripted_engine import ScriptedDaemon
 
 MID_BODY = "def f(xs):\n    total = 0\n    █\n    return total\n"  # a blank line inside a body
 START_OF_BODY = "def f(x):\n█\n    return x\n"  # a block that already has a body below
@@ -45,6 +46,25 @@ def test_an_empty_block_stays_multi_line_unless_never():
     assert p.ctx.kind == "block" and p.hole.max_tokens == 128 and p.hole.stop_indent == 4
     never = plan(EMPTY_BLOCK, "never")
     assert never.ctx.kind == "line" and never.hole.stop == ("\n",)
+
+
+def test_a_multi_line_suggestion_shows_at_most_multiline_max_lines():
+    """The cap goes to the shaping (ctx.max_lines) and to the engine (Hole.max_lines, which ends
+    the fill there); a single line has no cap to carry, nor does a range edit."""
+    assert plan(EMPTY_BLOCK).hole.max_lines == 4 and plan(EMPTY_BLOCK).ctx.max_lines == 4
+    assert plan(MID_BODY, "always").hole.max_lines == 4
+    assert plan(MID_BODY).hole.max_lines is None  # one line
+    options, errors = parse_options({"multilineMaxLines": 9})
+    assert not errors and options.multiline_max_lines == 9
+    doc = DocumentStore().open(types.TextDocumentItem(uri="file:///c.py", language_id="python", version=1,
+                                                      text=EMPTY_BLOCK.replace("█", "")))
+    assert plan_completion(doc, EMPTY_BLOCK.index("█"), options, {}).hole.max_lines == 9
+    text = "def f(xs):\n    for x in xs:\n        print(x)\n        print(x * 2)\n"
+    doc = DocumentStore().open(types.TextDocumentItem(uri="file:///r.py", language_id="python", version=1, text=text))
+    assert plan_range(doc, text.index("    for"), len(text) - 1, options)[1].max_lines is None
+    for bad in (0, 201, 2.5, "4", True):
+        options, errors = parse_options({"multilineMaxLines": bad})
+        assert options.multiline_max_lines == 4 and errors and "multilineMaxLines" in errors[0], (bad, errors)
 
 
 def test_braces_languages_follow_the_same_policy():
@@ -93,3 +113,31 @@ async def test_the_real_server_asks_one_line_then_many_after_the_setting_changes
     first, second = stats["engineAnswerMs"]
     assert first["passes"] >= 1 and first["contextTokens"] > 0 and first["engineMs"] <= first["ms"]
     assert second["cachedTokens"] > 0  # the same place again: its context came from the cache
+
+
+
+async def test_the_server_shows_at_most_the_lines_asked_for(client):
+    """Over real JSON-RPC and the daemon's real HTTP app with a scripted model that writes six
+    lines for an empty body: the hole carries the cap over the wire and the ghost text holds that
+    many lines (a docstring, however long, counts whole); the engine's own stop on a real model is
+    tested in tests/engine/test_line_cap.py and tests/bases/test_stop_rules_default.py."""
+    body = '"""Parse.\n\n    Long (prose.\n    """\n    args = []\n    for a in argv:\n        args.append(a)\n    return args'
+    with ScriptedDaemon() as daemon:
+        daemon.engine.rules = [("    ", body)]
+        await start(client, engine={"mode": "remote", "url": daemon.url}, debounceMs=0)
+        await wait_for(lambda: any(s["state"] == "ready" for s in client.statuses), 20, "engine ready")
+        uri = "file:///tmp/capped.py"
+        open_doc(client, uri, "def parse(argv):\n    \n")
+        shown = {}
+        for cap in (200, 4, 2):
+            client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
+                settings={"dllm": {"debounceMs": 0, "multilineMaxLines": cap,
+                                   "engine": {"mode": "remote", "url": daemon.url}}}))
+            await command(client, "dllm.engineStatus")  # the settings are applied before the next request
+            items = (await inline(client, uri, 1, 4)).items
+            shown[cap] = items[0].insert_text if items else None
+            asked = [r for r in daemon.engine.infill_requests if r.holes[0].max_tokens > 1]  # not the warm-up probe
+            assert asked[-1].holes[0].max_lines == cap
+    assert shown[200] == body, shown
+    assert shown[4] == '"""Parse.\n\n    Long (prose.\n    """\n    args = []', shown  # 3 lines of docstring, 1 of code
+    assert shown[2] == '"""Parse.\n\n    Long (prose.\n    """', shown  # a docstring is never cut

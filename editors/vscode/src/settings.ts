@@ -14,6 +14,7 @@ export interface InitializationOptions {
   debounceMs: unknown;
   inlineCompletion: unknown;
   multiline: unknown;
+  multilineMaxLines: unknown;
   prefetchNextLine: unknown;
   completion: unknown;
   diagnostics: unknown;
@@ -44,6 +45,7 @@ export function initializationOptions(get: SettingGetter): InitializationOptions
     debounceMs: get("debounceMs"),
     inlineCompletion: get("inlineCompletion"),
     multiline: get("multiline"),
+    multilineMaxLines: get("multilineMaxLines"),
     prefetchNextLine: get("prefetchNextLine"),
     completion: get("completion"),
     diagnostics: get("diagnostics"),

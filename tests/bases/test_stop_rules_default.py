@@ -1,9 +1,11 @@
-"""Hole.stop_indent on the default model: a multi-line fill ends where its block does, in fewer
-passes, with the text of the fill without it cut by the same rule. fp32, so "the same" is exact."""
+"""The stop rules on the default model: a multi-line fill ends where its block does
+(Hole.stop_indent) or after its lines (Hole.max_lines), in fewer passes, with the text of the
+fill without the rule cut by the same rule. fp32, so "the same" is exact."""
 
 import pytest
 
 from dllm_engine.dedent_stop import dedent_cut
+from dllm_engine.line_cap import line_cap_cut
 from dllm_engine.protocol import Hole, InfillRequest
 
 
@@ -28,3 +30,20 @@ def test_a_multi_line_fill_stops_where_its_block_ends(engine):
                                                       stop_indent=8)])).holes[0]
     assert stopped.text == free.text[:cut] and stopped.finish_reason == "end"
     assert stopped.passes < free.passes
+
+
+BODY = "def parse_args(argv):\n    "  # an empty body: the model writes six lines
+AFTER = "\n\n\ndef main():\n    pass\n"
+
+
+def test_an_empty_bodys_fill_ends_after_its_lines(engine):
+    def fill(max_lines):
+        return engine.infill(InfillRequest(holes=[Hole(prefix=BODY, suffix=AFTER, max_tokens=128, stop_indent=4,
+                                                       max_lines=max_lines)])).holes[0]
+
+    free = fill(None)
+    cut = line_cap_cut(free.text, 2)
+    assert cut >= 0, f"the free fill has fewer than three lines: {free.text!r}"
+    capped = fill(2)
+    assert capped.text == free.text[:cut] and capped.finish_reason == "end"
+    assert capped.passes < free.passes

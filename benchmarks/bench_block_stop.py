@@ -26,6 +26,7 @@ import re
 import statistics
 import sys
 import sysconfig
+import textwrap
 import time
 from pathlib import Path
 
@@ -79,6 +80,17 @@ def body_holes(count: int, seed: int) -> list[tuple[str, str, int, str]]:
     return holes[:count]
 
 
+def parses(prefix: str, kept: str) -> bool:
+    """Whether the function, from its `def` line, parses with the fill kept as its body (the
+    editor drops a suggestion that does not, after trimming lines off its end)."""
+    start = prefix.rfind("\n", 0, prefix.rfind("def ")) + 1
+    try:
+        ast.parse(textwrap.dedent(prefix[start:] + kept) + "\n")
+    except SyntaxError:
+        return False
+    return True
+
+
 def right_lines(shown: str, real: str) -> tuple[int, int]:
     """(lines shown that stand in the real code, lines shown), counting lines of 8 or more
     characters (a bare `else:` or `)` matches anything)."""
@@ -101,24 +113,25 @@ def main() -> int:
     args = p.parse_args()
     from dllm_engine.dedent_stop import dedent_cut
     from dllm_engine.repeat_stop import repeat_cut, typed_indent
-    from dllm_engine.line_cap import line_cap_cut
+    from dllm_lsp.syntax.shaping_steps import cap_lines
     from dllm_engine.engine import Engine, EngineConfig
     from dllm_engine.protocol import Hole, InfillRequest
 
     engine = Engine(EngineConfig(model="default", threads=args.threads))
     def kept_text(text: str, indent: int, typed: str, max_lines: int | None) -> str:
-        """What the editor keeps of a fill: shaping's dedent cut, its loop cut, its line cap."""
+        """What the editor keeps of a fill: shaping's dedent cut, its loop cut, its line cap
+        (which closes a docstring it cut)."""
         cut = dedent_cut(text, indent)
         text = text[:cut] if cut >= 0 else text
         cut = repeat_cut(text, typed, final=True)
         text = text[:cut] if cut >= 0 else text
-        cut = line_cap_cut(text, max_lines) if max_lines else -1
-        return text[:cut] if cut >= 0 else text
+        return cap_lines(text, max_lines, typed) if max_lines else text
 
     holes = (block_holes if args.kind == "block" else body_holes)(args.holes, args.seed)
     max_tokens = 64 if args.kind == "block" else 128  # the server's multiline / block budgets
     arms = args.arms.split(",")
-    stats = {arm: {"ms": [], "passes": 0, "tokens": 0, "kept": 0, "texts": [], "right": 0, "shown": 0} for arm in arms}
+    stats = {arm: {"ms": [], "passes": 0, "tokens": 0, "kept": 0, "texts": [], "right": 0, "shown": 0, "parse": 0}
+             for arm in arms}
     try:
         for prefix, suffix, indent, real in holes:
             for arm in arms:
@@ -139,6 +152,7 @@ def main() -> int:
                     with open(args.dump, "a", encoding="utf-8") as out:
                         out.write(json.dumps({"hole": len(s["ms"]) - 1, "arm": arm, "ms": s["ms"][-1], "passes": h.passes,
                                               "kept": kept, "real": real}) + "\n")
+                s["parse"] += parses(prefix, kept)
                 right, shown = right_lines(kept, real)
                 s["right"] += right
                 s["shown"] += shown
@@ -148,13 +162,13 @@ def main() -> int:
     what = "block-start holes" if args.kind == "block" else "empty function bodies"
     print(f"{cpu_name()}, {args.threads} threads, {len(holes)} {what} of the standard library, {max_tokens} tokens")
     print(f"| arm | p50 ms | p95 ms | passes/fill | tokens written/fill | tokens kept by the editor's cuts/fill "
-          f"| same kept text as {arms[0]} | lines shown that stand in the real code |")
-    print("|---|---|---|---|---|---|---|---|")
+          f"| same kept text as {arms[0]} | lines shown that stand in the real code | fills that parse as they stand |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for arm, s in stats.items():
         n = len(holes)
         same = sum(a == b for a, b in zip(first, s["texts"]))
         print(f"| {arm} | {statistics.median(s['ms']):.0f} | {pct(s['ms'], 0.95):.0f} | {s['passes'] / n:.1f} "
-              f"| {s['tokens'] / n:.1f} | {s['kept'] / n:.1f} | {same}/{n} | {s['right']} of {s['shown']} |")
+              f"| {s['tokens'] / n:.1f} | {s['kept'] / n:.1f} | {same}/{n} | {s['right']} of {s['shown']} | {s['parse']}/{n} |")
     return 0
 
 

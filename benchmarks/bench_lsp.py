@@ -32,6 +32,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import inspect
+import itertools
 import json
 import os
 import platform
@@ -250,6 +251,9 @@ async def main() -> None:
     ap.add_argument("--prefetch", default=None,
                     help="comma list of the prefetchNextLine setting (on, off), each replayed per model, "
                          "policy and thread count; default: the server's default only")
+    ap.add_argument("--max-lines", default=None,
+                    help="comma list of the multilineMaxLines setting, each replayed per model, policy, thread "
+                         "count and prefetch (e.g. 200,4: no cap against the default); default: the server's only")
     ap.add_argument("--functions", default=None,
                     help="comma list of module:qualified.name to type instead of the default three "
                          "(e.g. argparse:HelpFormatter._format_usage: code typed deep in a large module)")
@@ -269,23 +273,25 @@ async def main() -> None:
     thread_counts = args.threads.split(",") if args.threads else [None]
     prefetches = args.prefetch.split(",") if args.prefetch else [None]
     functions = [resolve(f) for f in args.functions.split(",")] if args.functions else None
+    caps = args.max_lines.split(",") if args.max_lines else [None]
     for model in args.models.split(","):
-        for policy in policies:
-            for threads in thread_counts:
-                for prefetch in prefetches:
-                    settings = {"engine": {"model": model}}
-                    if args.max_passes:
-                        settings["diffusion"] = {"maxPasses": args.max_passes}
-                    if policy:
-                        settings["multiline"] = policy
-                    if prefetch:
-                        settings["prefetchNextLine"] = prefetch == "on"
-                    name = model + (f", multiline {policy}" if policy else "") + (f", threads {threads}" if threads else "")
-                    name += f", prefetch {prefetch}" if prefetch else ""
-                    name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
-                    typing[name] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000,
-                                                args.pause_after, settings, server_env(threads), args.auto_indent,
-                                                functions)
+        for policy, threads, prefetch, cap in itertools.product(policies, thread_counts, prefetches, caps):
+            settings = {"engine": {"model": model}}
+            if args.max_passes:
+                settings["diffusion"] = {"maxPasses": args.max_passes}
+            if policy:
+                settings["multiline"] = policy
+            if prefetch:
+                settings["prefetchNextLine"] = prefetch == "on"
+            if cap:
+                settings["multilineMaxLines"] = int(cap)
+            name = model + (f", multiline {policy}" if policy else "") + (f", threads {threads}" if threads else "")
+            name += f", prefetch {prefetch}" if prefetch else ""
+            name += f", max lines {cap}" if cap else ""
+            name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
+            typing[name] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000,
+                                        args.pause_after, settings, server_env(threads), args.auto_indent,
+                                        functions)
     report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
               "cpu": cpu_name(), "interval_ms": args.interval_ms, "pause_ms": args.pause_ms,
               "pause_after": args.pause_after, "auto_indent": args.auto_indent,

@@ -89,11 +89,12 @@ class ServerOptions:
     # affected. "emptyBlock": the replay's multi-line answers took ~1.4 s a fill on a 2-core CPU
     # (benchmarks/RESULTS.md, fourteenth session).
     multiline: MultilinePolicy = "emptyBlock"
-    # A multi-line suggestion's most lines (a docstring or bracket open at the last one is kept
-    # whole): the default model's guess is right, when at all, in its first lines, and the engine
+    # A multi-line suggestion's most lines (a bracket open at the last one runs on to its close;
+    # a docstring open there is cut and closed): the default model's guess is right, when at all, in its first lines, and the engine
     # stops there, so the passes for lines no one reads are never run. On 60 other empty bodies
-    # 4 lines kept 12 of the 14 right lines, showed 172 wrong ones instead of 205, p50 0.87x
-    # (benchmarks/RESULTS.md, eighteenth session). Raise it for a stronger model.
+    # 4 lines kept 12 of the 14 right lines, showed 154 wrong ones instead of 205, 50 fills parsed
+    # instead of 38, p50 0.80x, p95 0.67x (benchmarks/RESULTS.md, eighteenth session). Raise it
+    # for a stronger model.
     multiline_max_lines: int = 4
     # Fill the next line's suggestion in the background once a suggestion is shown (the
     # suggestion accepted, Enter, the editor's auto-indent: prefetch.py), so the editor's

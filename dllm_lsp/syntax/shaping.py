@@ -112,7 +112,7 @@ def shape_completion(
     if not single_line and indent_language:
         comp = stop_at_dedent(comp, cur)
     if not single_line and ctx.max_lines:
-        comp = cap_lines(comp, ctx.max_lines)
+        comp = cap_lines(comp, ctx.max_lines, cur.line_prefix if not cur.line_prefix.strip() else leading(cur.line_prefix))
     reaches_end = offset + len(ctx.suffix) >= len(text)
     comp, replaced = fit_brackets(comp, ctx.prefix, ctx.suffix, cur.line_suffix, language, single_line, reaches_end)
     comp = comp.rstrip()

@@ -26,21 +26,39 @@ TEXTS = [
 @pytest.mark.parametrize("text", TEXTS)
 @pytest.mark.parametrize("max_lines", [1, 2, 3, 4, 6])
 def test_the_cut_is_the_language_servers_cap(text, max_lines):
+    """The server shows what the engine kept, plus the quotes that close a docstring cut open."""
     cut = line_cap_cut(text, max_lines)
-    assert (text[:cut] if cut >= 0 else text) == cap_lines(text, max_lines)
+    ours = text[:cut] if cut >= 0 else text
+    theirs = cap_lines(text, max_lines, "    ")
+    if theirs != ours:
+        head, closing = theirs.rsplit("\n", 1)
+        assert head == ours.rstrip() and closing.strip() in ('"""', "'''"), (theirs, ours)
+    # The engine stops the fill there: the server shows the same for the text it gets.
+    assert cap_lines(ours, max_lines, "    ") == theirs
 
 
 def test_the_rule():
     assert line_cap_cut("a = 1\nb = 2\nc = 3\n", 2) == len("a = 1\nb = 2")
     assert line_cap_cut("a = 1\nb = 2", 2) == -1  # the last line may still grow
     assert line_cap_cut("\n\n    a\n\n    b\n    c", 2) == len("\n\n    a\n\n    b")
-    # a docstring is kept whole, however many lines it has; its brackets are prose
+    # a docstring is cut too, once it holds text (the server closes it); its brackets are prose
     doc = '"""Sum (the\n    values\n    given.\n    """\nreturn s\n'
-    assert line_cap_cut(doc, 1) == len(doc.split("\nreturn")[0])
-    assert line_cap_cut('"""open\n    still\n    open', 1) == -1
+    assert line_cap_cut(doc, 1) == len('"""Sum (the')
+    assert line_cap_cut(doc, 4) == len(doc.split("\nreturn")[0])
+    assert line_cap_cut('"""\n    \n    Text\n', 1) == len('"""\n    \n    Text')  # not before it holds text
+    assert line_cap_cut('x = f(\n    """doc\n    more\n', 1) == -1  # a bracket still open
     # an open bracket runs on to the line that closes it
     assert line_cap_cut("x = f(\n    a,\n    b)\ny\n", 1) == len("x = f(\n    a,\n    b)")
     assert line_cap_cut("x = f(\n    a,\n", 1) == -1
+
+
+def test_the_server_closes_a_docstring_it_cut():
+    doc = '"""Parse the header.\n\n    Args:\n        line: the text.\n    """\n    return line\n'
+    assert cap_lines(doc, 2, "    ") == '"""Parse the header.\n\n    Args:\n    """'
+    assert cap_lines(doc, 5, "    ") == doc.rstrip("\n")  # under the cap: as written
+    # opened on a later line: the quotes go at that line's own indentation
+    later = 'x = 1\n        """Doc.\n        more\n        again\n'
+    assert cap_lines(later, 2, "    ") == 'x = 1\n        """Doc.\n        """'
 
 
 def test_bad_max_lines_is_refused_at_the_boundary():

@@ -119,7 +119,7 @@ async def test_the_real_server_asks_one_line_then_many_after_the_setting_changes
 async def test_the_server_shows_at_most_the_lines_asked_for(client):
     """Over real JSON-RPC and the daemon's real HTTP app with a scripted model that writes six
     lines for an empty body: the hole carries the cap over the wire and the ghost text holds that
-    many lines (a docstring, however long, counts whole); the engine's own stop on a real model is
+    many lines (an open bracket runs on to its close; a docstring cut inside is closed); the engine's own stop on a real model is
     tested in tests/engine/test_line_cap.py and tests/bases/test_stop_rules_default.py."""
     body = '"""Parse.\n\n    Long (prose.\n    """\n    args = []\n    for a in argv:\n        args.append(a)\n    return args'
     with ScriptedDaemon() as daemon:
@@ -129,15 +129,16 @@ async def test_the_server_shows_at_most_the_lines_asked_for(client):
         uri = "file:///tmp/capped.py"
         open_doc(client, uri, "def parse(argv):\n    \n")
         shown = {}
-        for cap in (200, 4, 2):
+        for cap in (200, 4, 2, 1):
             client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
                 settings={"dllm": {"debounceMs": 0, "multilineMaxLines": cap,
                                    "engine": {"mode": "remote", "url": daemon.url}}}))
             await command(client, "dllm.engineStatus")  # the settings are applied before the next request
             items = (await inline(client, uri, 1, 4)).items
             shown[cap] = items[0].insert_text if items else None
-            asked = [r for r in daemon.engine.infill_requests if r.holes[0].max_tokens > 1]  # not the warm-up probe
+            asked = [r for r in daemon.engine.infill_requests if r.priority == "interactive"]  # not a prefetch
             assert asked[-1].holes[0].max_lines == cap
     assert shown[200] == body, shown
     assert shown[4] == '"""Parse.\n\n    Long (prose.\n    """\n    args = []', shown  # 3 lines of docstring, 1 of code
-    assert shown[2] == '"""Parse.\n\n    Long (prose.\n    """', shown  # a docstring is never cut
+    assert shown[2] == '"""Parse.\n\n    Long (prose.\n    """', shown  # cut after its second line, closed (where it ended anyway)
+    assert shown[1] == '"""Parse.\n    """', shown  # cut inside the docstring, and closed

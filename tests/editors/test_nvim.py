@@ -109,7 +109,7 @@ def test_nvim_next_line_comes_from_the_prefetch(which, tmp_path, artifacts):
     a fill the editor waits for. The real server with the suite's real model."""
     result = drive(NVIMS[which], server_cmd(SERVERS["real"]), tmp_path, artifacts, f"nvim-{which}-prefetch", 120000,
                    GHOST_TIMEOUT_MS, text=REAL_SOURCE + REAL_TYPED + "\n",
-                   extra_env={"DLLM_LINE": str(REAL_LINE), "DLLM_FILETYPE_INDENT": "1", "DLLM_AFTER_ENTER_MS": "5000"})
+                   extra_env={"DLLM_LINE": str(REAL_LINE), "DLLM_FILETYPE_INDENT": "1", "DLLM_AFTER_ENTER_MS": "2000"})
     if result.get("ghost") is None:
         no_ghost_text()
     text = REAL_SOURCE + REAL_TYPED + "\n"

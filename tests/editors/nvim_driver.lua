@@ -58,8 +58,8 @@ local co = coroutine.create(function()
       vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<CR>", true, false, true), "n", false)
       -- The line Enter made (the editor's own indentation), and with DLLM_AFTER_ENTER_MS the
       -- ghost text there, which the server's prefetch of that place may have answered.
-      local row = result.cursor_after_accept[1]
-      if wait_for(function() return vim.api.nvim_win_get_cursor(0)[1] > row end, 2000) then
+      local accepted_row = result.cursor_after_accept[1]
+      if wait_for(function() return vim.api.nvim_win_get_cursor(0)[1] > accepted_row end, 2000) then
         result.buffer_after_enter = lines()
         result.cursor_after_enter = vim.api.nvim_win_get_cursor(0)
       end

@@ -51,6 +51,17 @@ def _trivial(lines: list[str]) -> bool:
     return len(content) < 4 or all(ch in CLOSERS + ";," for ch in content)
 
 
+def _looping_phrase(line: str) -> "re.Match[str] | None":
+    """The first phrase of 4+ characters three times in a row in `line` that counts as a loop
+    (more than one distinct character, 3 or more not blank), or None. The search goes on past
+    a run that does not count: a line indented 12 blanks or more starts with one (three copies
+    of 4 blanks), and stopping there hid every loop in the lines three levels deep."""
+    m = _REPEATED_RUN.search(line)
+    while m and not (len(set(m.group(1))) > 1 and len(m.group(1).strip()) >= 3):
+        m = _REPEATED_RUN.search(line, m.start() + 1)
+    return m
+
+
 def drop_repetition(completion: str, cur: CursorLine) -> str | None:
     """Cut loops (a line or group of lines repeated, a phrase repeated in a line); drop echoes."""
     lines = completion.split("\n")
@@ -71,8 +82,8 @@ def drop_repetition(completion: str, cur: CursorLine) -> str | None:
         break
     out = []
     for line in lines:
-        m = _REPEATED_RUN.search(line)
-        if m and len(set(m.group(1))) > 1 and len(m.group(1).strip()) >= 3:
+        m = _looping_phrase(line)
+        if m:
             out.append(line[: m.start() + len(m.group(1))])
             break
         out.append(line)

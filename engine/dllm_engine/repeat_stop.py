@@ -83,9 +83,13 @@ def loop_seen(text: str, indent: str, clean: str) -> tuple[bool, str]:
 
 
 def _looping_phrase(line: str) -> "re.Match[str] | None":
-    """The first phrase run in `line` that counts as a loop, or None."""
+    """The first phrase run in `line` that counts as a loop, or None. The search goes on past a
+    run that does not count: a line indented 12 blanks or more starts with one (three copies of
+    4 blanks), and stopping there hid every loop in the lines three levels deep."""
     m = REPEATED_RUN.search(line)
-    return m if m and len(set(m.group(1))) > 1 and len(m.group(1).strip()) >= 3 else None
+    while m and not (len(set(m.group(1))) > 1 and len(m.group(1).strip()) >= 3):
+        m = REPEATED_RUN.search(line, m.start() + 1)
+    return m
 
 
 def _repeats_from(lines: list[str], i: int, k: int) -> bool:

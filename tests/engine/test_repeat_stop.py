@@ -22,6 +22,9 @@ TEXTS = [
     "first\nab_ab_ab_ab_ab_\nlast",
     "if x:\n    y\n    y\n    y\n",
     "'8859_8859_8859_8859_1_1_1_1_1.0.0.0.0.0,",
+    # three levels deep: the indentation (three copies of 4 blanks) is a run that does not count
+    "self.c.config(\n            cx=self.xview(self.xview(self.xview(self.xview(",
+    "                ======== total = a + b\n",
 ]
 
 
@@ -32,6 +35,13 @@ def test_the_cut_is_the_language_servers_cut(text, typed):
     ours = text[:cut] if cut >= 0 else text
     theirs = drop_repetition(text, CursorLine(typed, "", "", typed))
     assert ours == theirs
+
+
+def test_a_phrase_loop_is_found_past_a_run_that_does_not_count():
+    deep = "self.c.config(\n            cx=self.xview(self.xview(self.xview(self.xview("
+    assert repeat_cut(deep) == len("self.c.config(\n            cx=self.xview(")
+    assert repeat_cut("            ----------------\n", final=True) == -1  # blanks and a rule: no loop
+    assert repeat_cut("------------ f(abc_abc_abc_", final=True) == len("------------ f(abc_")
 
 
 def test_while_running_only_complete_lines_count_as_repeats():

@@ -14,8 +14,8 @@ from typing import Any
 
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
 
-from ..syntax.context import (CompletionContext, ContextBudget, completion_context, range_context, under_policy,
-                              with_snippets)
+from ..syntax.context import (CompletionContext, ContextBudget, completion_context, opening_bans, range_context,
+                              under_policy, with_snippets)
 from ..syntax.indentation import leading
 from ..syntax.text_lines import previous_nonblank_line
 from ..syntax.shaping import shape_completion
@@ -85,6 +85,9 @@ def plan_completion(doc: Document, offset: int, options: ServerOptions, open_doc
     indent = block_indent(ctx, doc.syntax_language)
     if indent:  # the engine stops the fill where shaping would cut it (stop_at_dedent)
         hole = dataclasses.replace(hole, stop_indent=indent)
+    bans = opening_bans(ctx, doc.syntax_language, options.empty_body)
+    if bans:  # code first at an empty body: the engine never commits a comment or docstring there
+        hole = dataclasses.replace(hole, banned_starts=bans)
     return Plan(doc.uri, doc.version, doc.text, offset, ctx, doc.syntax_language, tree, hole)
 
 

@@ -25,6 +25,9 @@ Kind = Literal["none", "line", "multiline", "block"]
 # Where an inline suggestion may span lines: "emptyBlock" only in a block that has no body yet
 # (what Copilot and Sourcegraph Cody decide); "always" also on any blank line; "never" nowhere.
 MultilinePolicy = Literal["emptyBlock", "always", "never"]
+# What an empty block's suggestion may start with: "code" (not a comment or a docstring: the
+# default model's invented ones never matched and took ~2x a code line's passes), or "any".
+EmptyBodyPolicy = Literal["code", "any"]
 
 # Token budget and first canvas length bucket per kind.
 MAX_TOKENS: dict[str, int] = {"none": 0, "line": 24, "multiline": 64, "block": 128}
@@ -139,6 +142,15 @@ def under_policy(ctx: CompletionContext, multiline: MultilinePolicy, max_lines: 
         multi = ctx.kind in ("multiline", "block")
         return dataclasses.replace(ctx, max_lines=max_lines) if multi and max_lines else ctx
     return dataclasses.replace(ctx, kind="line", max_tokens=MAX_TOKENS["line"], bucket=BUCKETS["line"])
+
+
+def opening_bans(ctx: CompletionContext, language: LanguageSpec | None, empty_body: EmptyBodyPolicy) -> tuple[str, ...]:
+    """What the fill may not start with (the engine's Hole.banned_starts): at an empty block's
+    body under "code", its language's comment and docstring starts; else nothing."""
+    at_empty_body = ctx.reason in ("empty block body", "after block opener")
+    if empty_body != "code" or not at_empty_body or language is None:
+        return ()
+    return language.prose_starts
 
 
 def _make(kind: Kind, reason: str, prefix: str, suffix: str, snippets=()) -> CompletionContext:

@@ -32,6 +32,10 @@ class LanguageSpec:
     indent_style: Literal["indent", "braces"]  # "indent": blocks are defined by indentation
     line_comment: str
     block_opener: str  # what ends a line that opens a block body (":" or "{")
+    # What a comment or a docstring starts with: an empty block's suggestion may not begin with
+    # one under the server's `emptyBody: "code"` (context.py opening_bans). Measured for Python
+    # only (benchmarks/RESULTS.md, nineteenth session); empty for the other languages.
+    prose_starts: tuple[str, ...] = ()
 
 
 _C_LIKE_STRINGS = frozenset({"string_literal", "char_literal", "system_lib_string"})
@@ -50,6 +54,8 @@ LANGUAGES: tuple[LanguageSpec, ...] = (
         indent_style="indent",
         line_comment="#",
         block_opener=":",
+        # A comment, a string (a docstring), a string with a prefix (r"...", b'...').
+        prose_starts=("#", '"', "'", *(p + q for p in ("r", "R", "u", "U", "b", "B", "f", "F") for q in "\"'")),
     ),
     LanguageSpec(
         name="javascript",

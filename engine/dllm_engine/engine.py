@@ -58,6 +58,7 @@ from .scoring import score_span
 from .families.defaults import DEFAULTS, defaults_for
 from .families.family_runner import make_runner
 from .scheduler import ActiveHole, RequestState, Scheduler
+from .start_ban import StartBans, starts_banned
 
 log = logging.getLogger("dllm_engine")
 
@@ -240,6 +241,7 @@ class Engine:
         self._draft_stops = torch.zeros(cfg.vocab_size, dtype=torch.bool)
         self._draft_stops[[*self.special.banned, *self.special.end]] = True
         self.healer = TokenHealer(self.tokenizer, cfg.vocab_size, self.runner.device) if self.config.heal else None
+        self._start_bans: StartBans | None = None  # Hole.banned_starts' token masks, built on first use
         self.metrics = EngineMetrics()
         self._heap = HeapTrimmer()
 
@@ -447,7 +449,20 @@ class Engine:
             stop_ids=self._stop_ids(hole.stop) if hole.stop else None, typed=typed,
             healed=healed, first_allowed=first_allowed,
             first_stop_ids=self._first_stop_ids(hole.stop, healed, first_allowed) if hole.stop and healed else None,
+            start_ban=self._start_ban(hole, healed),
         ))
+
+    def _start_ban(self, hole: Hole, healed: str) -> torch.Tensor | None:
+        """bool [V] for Hole.banned_starts (start_ban.py), or None. After a healed partial word
+        the fill continues that word: it is no fill's start."""
+        if not hole.banned_starts or healed.strip():
+            return None
+        if self._start_bans is None:
+            vocab = self.loaded.config.vocab_size
+            texts = (self.healer.texts if self.healer is not None
+                     else [self.tokenizer.decode([i]) for i in range(min(vocab, self.tokenizer.vocab_size))])
+            self._start_bans = StartBans(texts, vocab, self.runner.device)
+        return self._start_bans.vocab(hole.banned_starts)
 
     def _first_stop_ids(self, stop: tuple[str, ...], healed: str, allowed: torch.Tensor) -> torch.Tensor:
         """bool [V]: the tokens slot 0 may take whose text past the healed part holds a stop string
@@ -567,6 +582,7 @@ class Engine:
                     fresh[row, : a.frozen.numel()] &= ~a.frozen
             logits, canvas_kv = self.runner.canvas_logits_delayed(
                 [a.context for a in active], canvases, lengths, masked, fresh, [a.canvas_kv for a in active])
+            self._ban_starts(logits, canvases, None, masked, active, compact=True)
         else:  # absorb: under block decoding, finished blocks join each hole's own context
             extra = {"absorb": True} if window is not None else {}
             if compact:
@@ -582,6 +598,7 @@ class Engine:
                 own_or_checked = ~probes[rows]
                 logits = logits[own_or_checked]
                 rows = rows & ~probes
+            self._ban_starts(logits, canvases, drafts, rows if compact else masked, active, compact)
             if drafts is not None:  # split the compact rows: the current slots, then the checked ones
                 own = masked[rows]
                 logits, draft_logits = logits[own], logits[~own]
@@ -626,6 +643,8 @@ class Engine:
             if a.remask_budget > 0 and window is None:  # a finished block is final (and may be in the context)
                 remask(a, self.special, out.token_prob[row], commit[row])
             reason = advance(a, self.special) or self._stop_rule(a) or ("cancelled" if outlasted(a) else None)
+            if a.start_ban is not None and not self._start_bans.live(a.canvas, self.special.mask):
+                a.start_ban = None  # the fill holds text: it began with something allowed
             forget_rewritten(a, new_canvases[row, :n])
             if reason:
                 finished.append((a, reason))
@@ -746,6 +765,15 @@ class Engine:
                 return "end"
         return None
 
+    def _ban_starts(self, logits, canvases, drafts, slots, active, compact: bool) -> None:
+        """Hole.banned_starts (start_ban.py), in place: no banned token at a slot the logits
+        hold (`slots`: the masked slots and, with drafts, the checked ones) where only blanks
+        come before it, the draft tokens it was computed after included."""
+        bans = {row: a.start_ban for row, a in enumerate(active) if a.start_ban is not None}
+        if bans:
+            seen = canvases if drafts is None else torch.where(drafts >= 0, drafts, canvases)
+            self._start_bans.apply(logits, seen, slots, self.special.mask, bans, compact)
+
     def _restrict_first_slot(self, logits, canvases, masked, active, healed: list[int], compact: bool) -> None:
         """Ban every token that does not extend the backed-up word at slot 0 of the healed
         rows, while that slot is masked (no host sync: the ban is all-False otherwise)."""
@@ -803,6 +831,8 @@ class Engine:
         cut = line_cap_cut(text, hole.max_lines) if hole.max_lines else -1
         if cut >= 0:
             text, reason = text[:cut], "end"
+        if starts_banned(text, hole.banned_starts):  # only re-masking gets here (start_ban.py)
+            text, reason = "", "end"
         a.state.results[a.index] = HoleResult(
             text=text, finish_reason=reason, passes=a.passes,
             tokens=len(tokens), committed_per_pass=a.committed_per_pass,

@@ -55,6 +55,8 @@ def _whole_text(value: Any) -> Any:
 
 Text = Annotated[str, BeforeValidator(_whole_text)]
 StopText = Annotated[str, Field(min_length=1), BeforeValidator(_whole_text)]
+# Not blank: a blank "start" would ban every fill that begins with text.
+BannedStart = Annotated[str, Field(min_length=1, max_length=16, pattern=r"\S"), BeforeValidator(_whole_text)]
 RequestId = Annotated[str, Field(min_length=1, max_length=128)]
 # The sampler seeds torch with seed * 1000003 + hole: keep that within 64 bits.
 Seed = Annotated[int, Field(ge=0, le=2**32 - 1)]
@@ -73,6 +75,7 @@ class HoleBody(_Body):
     stop_indent: int | None = Field(Hole.stop_indent, ge=1, le=1024)
     stop_repeats: bool = Hole.stop_repeats
     max_lines: int | None = Field(Hole.max_lines, ge=1, le=1024)
+    banned_starts: list[BannedStart] = Field(default_factory=list, max_length=32)
 
     def build(self) -> Hole:
         return Hole(**self.model_dump())

@@ -117,10 +117,15 @@ class Hole:
     # them where its brackets and triple-quoted strings are closed (line_cap.py): the language
     # server shows no more (its multilineMaxLines), so the passes after them are never run.
     max_lines: int | None = None
+    # The fill may not begin, after blank text, with any of these strings (start_ban.py): the
+    # language server bans a docstring's quotes at a new function's empty body, so the model
+    # writes the code instead. A banned token is never committed there, not cut afterwards.
+    banned_starts: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if isinstance(self.stop, list):
-            object.__setattr__(self, "stop", tuple(self.stop))
+        for name in ("stop", "banned_starts"):
+            if isinstance(getattr(self, name), list):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
 
     def validate(self) -> None:
         if not isinstance(self.prefix, str) or not isinstance(self.suffix, str):
@@ -137,6 +142,10 @@ class Hole:
             raise ProtocolError(f"stop_indent must be an integer in [1, 1024], got {self.stop_indent!r}")
         if self.max_lines is not None and (not _is_int(self.max_lines) or not (1 <= self.max_lines <= 1024)):
             raise ProtocolError(f"max_lines must be an integer in [1, 1024], got {self.max_lines!r}")
+        if (not isinstance(self.banned_starts, tuple) or len(self.banned_starts) > 32
+                or not all(isinstance(s, str) and s.strip() and len(s) <= 16 for s in self.banned_starts)):
+            raise ProtocolError("banned_starts must be a list of at most 32 strings of 1-16 characters, "
+                                f"not blank, got {self.banned_starts!r:.80}")
         if not isinstance(self.stop_repeats, bool):
             raise ProtocolError(f"stop_repeats must be true or false, got {self.stop_repeats!r:.40}")
 

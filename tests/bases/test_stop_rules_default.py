@@ -47,3 +47,23 @@ def test_an_empty_bodys_fill_ends_after_its_lines(engine):
     capped = fill(2)
     assert capped.text == free.text[:cut] and capped.finish_reason == "end"
     assert capped.passes < free.passes
+
+
+# A method whose neighbours have docstrings: the default model starts its body with one.
+METHOD = ('class Config:\n    """Settings read from a file."""\n\n    def __init__(self, path):\n'
+          '        """Read the settings at path."""\n        self.path = path\n\n    def reload(self):\n        ')
+
+
+def test_an_empty_body_starts_with_code_when_prose_is_banned(engine):
+    from dllm_lsp.syntax.languages import language_named
+
+    prose = language_named("python").prose_starts
+
+    def fill(bans):
+        return engine.infill(InfillRequest(holes=[Hole(prefix=METHOD, suffix="\n", max_tokens=128, stop_indent=8,
+                                                       max_lines=4, stop_repeats=True, banned_starts=bans)])).holes[0]
+
+    free, code = fill(()), fill(prose)
+    assert free.text.startswith('"""'), f"the model no longer starts with a docstring here: {free.text!r}"
+    assert code.text.strip() and not code.text.lstrip().startswith(prose), code.text
+    assert code.passes < free.passes  # a docstring and code, or code alone

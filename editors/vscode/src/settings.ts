@@ -15,6 +15,7 @@ export interface InitializationOptions {
   inlineCompletion: unknown;
   multiline: unknown;
   multilineMaxLines: unknown;
+  emptyBody: unknown;
   prefetchNextLine: unknown;
   completion: unknown;
   diagnostics: unknown;
@@ -46,6 +47,7 @@ export function initializationOptions(get: SettingGetter): InitializationOptions
     inlineCompletion: get("inlineCompletion"),
     multiline: get("multiline"),
     multilineMaxLines: get("multilineMaxLines"),
+    emptyBody: get("emptyBody"),
     prefetchNextLine: get("prefetchNextLine"),
     completion: get("completion"),
     diagnostics: get("diagnostics"),

@@ -10,10 +10,12 @@ cached (a keystroke's case): per arm, the tokens the engine wrote, the tokens le
 editor's cuts (shaping's dedent and loop cuts, and its line cap for the `max_lines` arm), passes,
 latency (median, p95), and the lines shown (8 or more characters) that stand in the real code
 there. Arms: `free` (no stop rule), `stop_indent` (the dedent stop), `stop_repeats` (it and the
-loop stop), `max_lines` (those and the line cap, `--max-lines`, as the language server asks).
+loop stop), `max_lines` (those and the line cap, `--max-lines`, as the language server asks),
+`code_first` (those and `Hole.banned_starts` as the server asks at an empty body: no comment
+or docstring first), `no_docstring` (the quotes banned, comments not).
 
     python benchmarks/bench_block_stop.py [--kind block|body] [--holes 24] [--threads 2] [--seed 0]
-        [--arms free,stop_indent,stop_repeats,max_lines] [--max-lines 4]
+        [--arms free,stop_indent,stop_repeats,max_lines,code_first,no_docstring] [--max-lines 4]
 """
 
 from __future__ import annotations
@@ -113,10 +115,15 @@ def main() -> int:
     args = p.parse_args()
     from dllm_engine.dedent_stop import dedent_cut
     from dllm_engine.repeat_stop import repeat_cut, typed_indent
+    from dllm_lsp.syntax.languages import language_named
     from dllm_lsp.syntax.shaping_steps import cap_lines
     from dllm_engine.engine import Engine, EngineConfig
     from dllm_engine.protocol import Hole, InfillRequest
 
+    # `code_first`: the language server's ban at an empty body (its emptyBody "code"):
+    # no comment, no docstring first; `no_docstring`: the quotes only, comments allowed.
+    prose = language_named("python").prose_starts
+    bans = {"code_first": prose, "no_docstring": tuple(s for s in prose if s != "#")}
     engine = Engine(EngineConfig(model="default", threads=args.threads))
     def kept_text(text: str, indent: int, typed: str, max_lines: int | None) -> str:
         """What the editor keeps of a fill: shaping's dedent cut, its loop cut, its line cap
@@ -135,10 +142,12 @@ def main() -> int:
     try:
         for prefix, suffix, indent, real in holes:
             for arm in arms:
-                cap = args.max_lines if arm == "max_lines" else None
+                cap = args.max_lines if arm in ("max_lines", *bans) else None
                 req = InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=max_tokens,
                                                 stop_indent=None if arm == "free" else indent,
-                                                stop_repeats=arm in ("stop_repeats", "max_lines"), max_lines=cap)])
+                                                stop_repeats=arm in ("stop_repeats", "max_lines", *bans),
+                                                max_lines=cap,
+                                                banned_starts=bans.get(arm, ()))])
                 engine.infill(req)  # the context cached, as on a keystroke
                 t0 = time.perf_counter()
                 h = engine.infill(req).holes[0]

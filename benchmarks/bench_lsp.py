@@ -25,6 +25,7 @@ prefix window's start, which the default three, mostly docstrings, never do).
     python benchmarks/bench_lsp.py --skip-startup --multiline emptyBlock,always   # the two policies side by side
     python benchmarks/bench_lsp.py --skip-startup --threads 1,all   # one thread against every core
     python benchmarks/bench_lsp.py --skip-startup --auto-indent --prefetch off,on   # the next line's prefetch
+    python benchmarks/bench_lsp.py --skip-startup --threads all --empty-body any,code   # code first at an empty body
 """
 
 from __future__ import annotations
@@ -254,6 +255,9 @@ async def main() -> None:
     ap.add_argument("--max-lines", default=None,
                     help="comma list of the multilineMaxLines setting, each replayed per model, policy, thread "
                          "count and prefetch (e.g. 200,4: no cap against the default); default: the server's only")
+    ap.add_argument("--empty-body", default=None,
+                    help="comma list of the emptyBody setting (code, any), each replayed per model, policy, "
+                         "thread count, prefetch and cap; default: the server's only")
     ap.add_argument("--functions", default=None,
                     help="comma list of module:qualified.name to type instead of the default three "
                          "(e.g. argparse:HelpFormatter._format_usage: code typed deep in a large module)")
@@ -274,8 +278,10 @@ async def main() -> None:
     prefetches = args.prefetch.split(",") if args.prefetch else [None]
     functions = [resolve(f) for f in args.functions.split(",")] if args.functions else None
     caps = args.max_lines.split(",") if args.max_lines else [None]
+    empty_bodies = args.empty_body.split(",") if args.empty_body else [None]
     for model in args.models.split(","):
-        for policy, threads, prefetch, cap in itertools.product(policies, thread_counts, prefetches, caps):
+        for policy, threads, prefetch, cap, empty_body in itertools.product(policies, thread_counts, prefetches,
+                                                                             caps, empty_bodies):
             settings = {"engine": {"model": model}}
             if args.max_passes:
                 settings["diffusion"] = {"maxPasses": args.max_passes}
@@ -285,9 +291,12 @@ async def main() -> None:
                 settings["prefetchNextLine"] = prefetch == "on"
             if cap:
                 settings["multilineMaxLines"] = int(cap)
+            if empty_body:
+                settings["emptyBody"] = empty_body
             name = model + (f", multiline {policy}" if policy else "") + (f", threads {threads}" if threads else "")
             name += f", prefetch {prefetch}" if prefetch else ""
             name += f", max lines {cap}" if cap else ""
+            name += f", empty body {empty_body}" if empty_body else ""
             name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
             typing[name] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000,
                                         args.pause_after, settings, server_env(threads), args.auto_indent,

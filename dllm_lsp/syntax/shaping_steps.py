@@ -104,7 +104,8 @@ def cap_lines(completion: str, max_lines: int, first_indent: str = "") -> str:
     too once it holds some text, and closed: its quotes on a line of their own, at the
     indentation of the line that opened it (`first_indent`: the blanks the fill's first line
     will stand after). Left whole, a docstring that ran on cost seconds and was then dropped
-    (it did not parse): 9 of 60 empty bodies' fills never closed theirs in 128 tokens.
+    (it did not parse): 9 of 60 empty bodies' fills never closed theirs in 128 tokens. A
+    docstring the fill ends in (it ran out of tokens) is closed the same way.
 
     Why a cap: a small base's multi-line guess is right, when at all, in its first lines (on 60
     empty function bodies, 24 of the 25 right lines were among the first four; RESULTS.md,
@@ -113,17 +114,21 @@ def cap_lines(completion: str, max_lines: int, first_indent: str = "") -> str:
     and a test checks that the two agree."""
     depth, quote, said, opened_on, lines, line_has, i = 0, "", False, 0, 0, False, 0
     text = completion + "\n"  # the fill is complete: its end ends a line (where the engine stopped it)
+
+    def closed(at: int) -> str:
+        head = text[:at]
+        if quote:
+            line = head.split("\n")[opened_on]
+            indent = (first_indent if opened_on == 0 else "") + leading(line)
+            head = f"{head.rstrip()}\n{indent}{quote}"
+        return head
+
     while i < len(text):
         ch = text[i]
         if ch == "\n":
             lines += line_has
             if lines >= max_lines and depth <= 0 and (not quote or said):
-                head = text[:i]
-                if quote:
-                    line = head.split("\n")[opened_on]
-                    indent = (first_indent if opened_on == 0 else "") + leading(line)
-                    head = f"{head.rstrip()}\n{indent}{quote}"
-                return head
+                return closed(i)
             line_has = False
         elif text.startswith(_TRIPLE, i) and (not quote or text.startswith(quote, i)):
             quote, said = ("" if quote else text[i:i + 3]), False
@@ -139,7 +144,9 @@ def cap_lines(completion: str, max_lines: int, first_indent: str = "") -> str:
                 depth += ch in "([{"
                 depth -= ch in ")]}"
         i += 1
-    return completion
+    # A docstring the fill ends in (it ran out of tokens) is closed too, once it holds text:
+    # left open, the whole suggestion is dropped.
+    return closed(len(completion)) if quote and said else completion
 
 
 # -- end of block (indentation) -------------------------------------------------

@@ -20,6 +20,7 @@ TEXTS = [
     "if a:\n    b()\nelse:\n    c()\nd()\n",
     "one line",
     "",
+    '"""Doc\n    more words\n    and more',  # ends in its docstring: the server closes it
 ]
 
 
@@ -59,6 +60,9 @@ def test_the_server_closes_a_docstring_it_cut():
     # opened on a later line: the quotes go at that line's own indentation
     later = 'x = 1\n        """Doc.\n        more\n        again\n'
     assert cap_lines(later, 2, "    ") == 'x = 1\n        """Doc.\n        """'
+    # a fill that ran out of tokens inside its docstring (under the cap) is closed too
+    assert cap_lines('"""Parse the\n    header', 4, "    ") == '"""Parse the\n    header\n    """'
+    assert cap_lines('x = 1\ny = """', 4, "    ") == 'x = 1\ny = """'  # nothing in it yet: as written
 
 
 def test_bad_max_lines_is_refused_at_the_boundary():

@@ -3,7 +3,8 @@
 Measures, with the engine in process, for each model in --models (default: the default model):
 - keystroke to inline result: each keystroke sends didChange + textDocument/inlineCompletion
   (as VS Code does) at a fixed typing speed; the time to each response, p50 / p95
-  (all responses, and responses carrying a suggestion), and, measured in the server,
+  (all responses, and responses carrying a suggestion; how many of those the typist then
+  typed, their first line and the whole of them), and, measured in the server,
   request arrival to the engine's answer for the requests the engine finished
   (whether or not output shaping kept the answer);
 - the Enter keystrokes: how many got a suggestion, and how soon (the next line's prefetch,
@@ -154,13 +155,16 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
     assert statuses[-1]["state"] == "ready", statuses[-1]
 
     latencies, with_items, pending = [], [], []
+    right = {"first_line": 0, "whole": 0}  # shown suggestions the typist then typed (their first line, all of it)
     after_enter: list[float | None] = []  # per Enter keystroke: the time to its suggestion, None for none
     for uri, doc, offset, body in replay_cases(chars, functions):
         client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
             uri=uri, language_id="python", version=1, text=doc)))
         line = doc.count("\n", 0, offset)
         col = offset - (doc.rfind("\n", 0, offset) + 1)
+        typed = 0  # characters of `body` typed so far
         for version, ch in enumerate(keystrokes(body, auto_indent), start=2):
+            typed += len(ch)
             client.text_document_did_change(types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
                 content_changes=[types.TextDocumentContentChangePartial(
@@ -175,12 +179,17 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
                 text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(line=line, character=col),
                 context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Automatic)))
 
-            async def timed(fut=fut, sent=sent, enter=ch.startswith("\n")):
+            async def timed(fut=fut, sent=sent, enter=ch.startswith("\n"), rest=body[typed:]):
                 result = await fut
                 elapsed = (time.perf_counter() - sent) * 1000
                 latencies.append(elapsed)
                 if result is not None and result.items:
                     with_items.append(elapsed)
+                    text = result.items[0].insert_text
+                    text = text if isinstance(text, str) else text.value
+                    first = text.split("\n")[0]
+                    right["first_line"] += bool(first.strip()) and rest.startswith(first)
+                    right["whole"] += bool(text.strip()) and rest.startswith(text)
                 if enter:
                     after_enter.append(elapsed if result is not None and result.items else None)
 
@@ -203,6 +212,7 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
         "ready_s": ready_s,
         "p50_ms": pct(latencies, 0.5), "p95_ms": pct(latencies, 0.95),
         "with_suggestion": len(with_items),
+        "right_first_line": right["first_line"], "right_whole": right["whole"],
         "suggestion_p50_ms": pct(with_items, 0.5), "suggestion_p95_ms": pct(with_items, 0.95),
         "enter_keystrokes": len(after_enter), "enter_with_suggestion": len(enter_suggested),
         "enter_suggestion_p50_ms": pct(enter_suggested, 0.5), "enter_suggestion_p95_ms": pct(enter_suggested, 0.95),

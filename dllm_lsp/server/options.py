@@ -99,8 +99,10 @@ class ServerOptions:
     # What a suggestion at an empty block's body (a new function's, class's, `if`'s) may start
     # with: "code", not a comment or a docstring (the engine never writes one there), or "any".
     # At 60 empty function bodies the default model began 28 fills with a docstring it made
-    # up, none of which matched the real one; starting with code: p50 0.82x, p95 0.93x, 14
-    # right lines instead of 12 (benchmarks/RESULTS.md, nineteenth session).
+    # up, none of which matched the real one. Starting with code, on that sample and another:
+    # p50 0.74x and 0.88x, passes 0.79x and 0.97x, lines shown that stand in the real body 12
+    # -> 14 and 17 -> 19 of fewer shown; p95 0.85x and 1.16x (benchmarks/RESULTS.md,
+    # nineteenth session).
     empty_body: EmptyBodyPolicy = "code"
     # Fill the next line's suggestion in the background once a suggestion is shown (the
     # suggestion accepted, Enter, the editor's auto-indent: prefetch.py), so the editor's

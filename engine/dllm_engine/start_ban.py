@@ -3,7 +3,8 @@
 Why: at a new function's empty body the default model starts 28 of 60 fills with a docstring
 it invents (bench_block_stop.py --kind body, eighteenth session): prose that never matches the
 real one, loops, and takes 1-1.2 s p50 against ~0.6 s for a fill that starts with code. The
-language server asks for code there (its `suggestDocstrings` setting) by banning the quotes.
+language server asks for code there (its `emptyBody` setting) by banning a comment's and a
+docstring's start (benchmarks/RESULTS.md, nineteenth session).
 
 The rule, at every pass: a masked slot whose committed slots before it are all blank tokens
 may not take a token whose text, blanks stripped off its start, begins with a banned string.
@@ -11,8 +12,8 @@ With blocks of 1 that is the current slot; a whole-canvas decoder bans it at eve
 that nothing but blanks precede, so whichever slot turns out first cannot start with one. A
 slot checked after draft tokens is banned the same way, reading the drafts before it as its
 text (they are what its logits were computed after). A token that is only the start of a
-banned string (the `r` of a raw string's `r"`) is not banned: a name `r` is code, and the base
-writes a docstring's prefix letter and quotes as one token. Re-masking can reorder what came first, so the finished fill is checked once more
+banned string (a lone `r` before `"`) is not banned: a name `r` is code, and a raw docstring is
+rare. Re-masking can reorder what came first, so the finished fill is checked once more
 (`starts_banned`) and returned empty if it still begins with a banned string.
 """
 

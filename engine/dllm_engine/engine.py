@@ -831,7 +831,7 @@ class Engine:
         cut = line_cap_cut(text, hole.max_lines) if hole.max_lines else -1
         if cut >= 0:
             text, reason = text[:cut], "end"
-        if starts_banned(text, hole.banned_starts):  # only re-masking gets here (start_ban.py)
+        if not a.healed.strip() and starts_banned(text, hole.banned_starts):  # only re-masking gets here (start_ban.py)
             text, reason = "", "end"
         a.state.results[a.index] = HoleResult(
             text=text, finish_reason=reason, passes=a.passes,

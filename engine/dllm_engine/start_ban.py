@@ -67,9 +67,13 @@ class StartBans:
         return mask
 
     def live(self, canvas: torch.Tensor, mask_id: int) -> bool:
-        """Whether the ban can still matter: no committed slot holds text yet."""
-        committed = canvas[canvas != mask_id].clamp(min=0, max=self._vocab - 1)
-        return bool(self.blank[committed].all())
+        """Whether the ban can still matter: some masked slot has nothing but blanks before it
+        (a whole-canvas decoder may commit a later slot's text first)."""
+        masked = canvas == mask_id
+        if not bool(masked.any()):
+            return False
+        text = ~masked & ~self.blank[canvas.clamp(min=0, max=self._vocab - 1)]
+        return not bool(text.any()) or int(text.nonzero()[0]) > int(masked.nonzero()[0])
 
     def apply(self, logits: torch.Tensor, canvases: torch.Tensor, slots: torch.Tensor, mask_id: int,
               bans: dict[int, torch.Tensor], compact: bool) -> None:

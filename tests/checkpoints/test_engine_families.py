@@ -41,3 +41,19 @@ def test_engine_infill_round_trip(family_engine, family):
         assert hole.passes >= 1 and 0 <= hole.tokens <= 8
         assert "<|mask|>" not in hole.text and "|<MASK>|" not in hole.text and "<|mdm_mask|>" not in hole.text
     assert eng.health()["status"] == "ok"
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_a_banned_start_holds_for_every_family(family_engine, family):
+    """Hole.banned_starts through each family's own layout and logits (full or compact rows,
+    block decoding): the fill's own first word, banned, is never where it starts. (The prefix
+    ends in a blank: after a word the fill would continue it, which no ban touches.)"""
+    eng = family_engine(family)
+    hole = Hole(prefix="w5 w17 w33 w2 ", suffix="w8 w44", max_tokens=8)
+    plain = eng.infill(InfillRequest(holes=[hole]), timeout=120).holes[0].text
+    words = plain.split()
+    if not words:
+        pytest.skip(f"{family}'s tiny checkpoint wrote nothing here")
+    banned = eng.infill(InfillRequest(holes=[Hole(prefix=hole.prefix, suffix=hole.suffix, max_tokens=8,
+                                                  banned_starts=(words[0],))]), timeout=120).holes[0].text
+    assert banned.strip() and not banned.lstrip().startswith(words[0]), (family, plain, banned)

@@ -56,6 +56,15 @@ def test_a_slot_checked_after_drafts_reads_them_as_text():
     assert torch.isinf(logits).any(-1).tolist() == [True, True, False]
 
 
+def test_the_ban_lasts_while_a_masked_slot_has_only_blanks_before_it():
+    b = bans()
+    x = TEXTS.index("x")
+    assert b.live(torch.tensor([1, MASK, MASK]), MASK)  # a blank, then the start to come
+    assert b.live(torch.tensor([MASK, MASK, x]), MASK)  # a whole-canvas decoder wrote a later slot first
+    assert not b.live(torch.tensor([1, x, MASK]), MASK)  # the fill began with text: done
+    assert not b.live(torch.tensor([1, 2, 3]), MASK)  # nothing masked
+
+
 def test_bad_banned_starts_are_refused_at_the_boundary():
     for bad in (["   "], [""], ["x" * 17], ["#"] * 33, [1], "#"):
         with pytest.raises(ProtocolError, match="banned_starts"):

@@ -644,7 +644,7 @@ class Engine:
                 remask(a, self.special, out.token_prob[row], commit[row])
             reason = advance(a, self.special) or self._stop_rule(a) or ("cancelled" if outlasted(a) else None)
             if a.start_ban is not None and not self._start_bans.live(a.canvas, self.special.mask):
-                a.start_ban = None  # the fill holds text: it began with something allowed
+                a.start_ban = None  # the fill began with text that is allowed
             forget_rewritten(a, new_canvases[row, :n])
             if reason:
                 finished.append((a, reason))

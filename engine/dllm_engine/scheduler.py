@@ -89,7 +89,7 @@ class ActiveHole:
     # (repeat_stop.loop_seen), so a pass checks only the lines that are new.
     loop_clean: str = ""
     # Hole.banned_starts (start_ban.py): bool [V] of the tokens banned where only blanks come
-    # before; None once the fill holds text (or when the hole bans nothing).
+    # before; None once no masked slot has only blanks before it (or when the hole bans nothing).
     start_ban: torch.Tensor | None = None
 
     @property

@@ -90,8 +90,14 @@ def test_device_path_places_each_tensor_on_the_device(tmp_path, spy, monkeypatch
 
 
 def test_diffusion_gemma_loads_straight_onto_the_device(tmp_path):
-    """transformers' device_map (with accelerate) puts each tensor on the device as it is read."""
+    """transformers' device_map (with accelerate) puts each tensor on the device as it is read.
+    `meta` stands for the GPU in the load; transformers 5.25 refuses it in a device_map, so the
+    device_map is checked for a CUDA device and the meta load goes through `.to`."""
     pytest.importorskip("accelerate")
+    from dllm_engine.families.gemma_model import _placement
+
+    assert _placement(torch.device("cuda")) == {"device_map": {"": "cuda"}}
+    assert _placement(torch.device("meta")) == {}
     write_diffusion_gemma(tmp_path, shards=2, dtype=torch.bfloat16)
     lm = load(str(tmp_path), device="meta", dtype=torch.bfloat16)
     assert {p.device.type for p in lm.model.hf.parameters()} == {"meta"}

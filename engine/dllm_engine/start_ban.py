@@ -66,13 +66,17 @@ class StartBans:
         self._cache.move_to_end(starts)
         return mask
 
+    def _text(self, canvas: torch.Tensor, mask_id: int) -> torch.Tensor:
+        """bool, canvas-shaped: the slots holding a token that writes something not blank."""
+        return (canvas != mask_id) & ~self.blank[canvas.clamp(min=0, max=self._vocab - 1)]
+
     def live(self, canvas: torch.Tensor, mask_id: int) -> bool:
         """Whether the ban can still matter: some masked slot has nothing but blanks before it
         (a whole-canvas decoder may commit a later slot's text first)."""
         masked = canvas == mask_id
         if not bool(masked.any()):
             return False
-        text = ~masked & ~self.blank[canvas.clamp(min=0, max=self._vocab - 1)]
+        text = self._text(canvas, mask_id)
         return not bool(text.any()) or int(text.nonzero()[0]) > int(masked.nonzero()[0])
 
     def apply(self, logits: torch.Tensor, canvases: torch.Tensor, slots: torch.Tensor, mask_id: int,
@@ -82,8 +86,7 @@ class StartBans:
         bool [B, L], the slots the logits hold: `logits` is [M, V] over them row by row when
         `compact`, else [B, L, V]; `bans`: canvas row -> bool [V]."""
         rows = torch.tensor(sorted(bans), device=canvases.device)
-        sub = canvases[rows]  # [R, L]
-        text = (sub != mask_id) & ~self.blank[sub.clamp(min=0, max=self._vocab - 1)]
+        text = self._text(canvases[rows], mask_id)  # [R, L]
         before = text.int().cumsum(-1) - text.int()  # slots holding text before each slot
         where = torch.zeros_like(slots)
         where[rows] = slots[rows] & (before == 0)

@@ -2,6 +2,7 @@
 kernels import only torch and triton (plus the standard library)."""
 
 import ast
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -41,11 +42,23 @@ def test_kernels_import_only_torch_and_triton(path):
     assert imported_roots(path) - STDLIB <= {"torch", "triton", "dllm_kernels"}
 
 
-def test_no_top_level_package_shadows_common_names():
-    # A top-level `kernels` or `engine` import name would shadow Hugging Face's `kernels`.
-    out = subprocess.run([sys.executable, "-c", "import importlib.util as u; print(u.find_spec('kernels'))"],
-                         capture_output=True, text=True, cwd="/")
-    assert "dllm" not in out.stdout and "/work" not in out.stdout
+@pytest.mark.parametrize("name", ["kernels", "engine"])
+def test_no_top_level_package_shadows_common_names(name):
+    # Our folders `kernels/` and `engine/` must never be importable under those names: a top-level
+    # `kernels` would shadow Hugging Face's `kernels` (which transformers >= 5.25 installs). That
+    # package may well be found, in site-packages; what must not be found is one of our folders.
+    code = ("import importlib.util as u, json; s = u.find_spec(%r)\n"
+            "print(json.dumps(None if s is None else [s.origin, list(s.submodule_search_locations or [])]))"
+            % name)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/", check=True)
+    found = json.loads(out.stdout)
+    if found is None:
+        return
+    origin, locations = found
+    ours = (ROOT / name).resolve()
+    for place in [origin, *locations]:
+        if place and place not in ("namespace", "built-in", "frozen"):
+            assert not Path(place).resolve().is_relative_to(ours), f"`import {name}` finds our folder: {place}"
 
 
 def test_server_side_modules_load_without_torch():

@@ -68,6 +68,7 @@ def register(ls: "DllmServer") -> None:
         if not enabled:
             ls.scheduler.cancel_all()
             ls.prefetch.cancel_all()
+            ls.cursor_prepare.cancel()
         ls.ensure_engine_started()
         return {"enabled": enabled}
 
@@ -75,6 +76,7 @@ def register(ls: "DllmServer") -> None:
     async def restart(*args: Any) -> dict[str, Any]:
         ls.scheduler.cancel_all()
         ls.prefetch.cancel_all()
+        ls.cursor_prepare.cancel()
         await ls.engine.restart()
         ls.ensure_engine_started()
         return ls.engine.status.to_json()
@@ -98,6 +100,7 @@ def register(ls: "DllmServer") -> None:
             "prefetch": {**ls.prefetch.stats.to_json(), "served": ls.cache.prefetch_served,
                          "engineRequests": ls.engine.background_requests,
                          "engineCancelled": ls.engine.background_cancelled},
+            "cursorPrepare": ls.cursor_prepare.stats.to_json(),
             "engineRequests": ls.engine.requests,
             "engineCancelled": ls.engine.cancelled,
             "sharedEngineCalls": ls.inflight.joined,

@@ -25,6 +25,7 @@ from .options import EngineOptions
 if TYPE_CHECKING:  # dllm_engine.clients imports httpx (~0.3 s): not on the way to `initialize`
     from dllm_engine.clients import EngineClient
     from dllm_engine.next_edit import NextEditRequest, NextEditResult
+    from dllm_engine.prepare import PrepareRequest, PrepareResult
 
 log = logging.getLogger(__name__)
 
@@ -320,6 +321,31 @@ class EngineManager:
             log.error("engine rejected next-edit request %s: %s", request.request_id, exc)
         except asyncio.TimeoutError:
             log.warning("next-edit request %s timed out", request.request_id)
+        except Exception as exc:
+            await self._drop_client()
+            self._fail(_explain(exc))
+        return None
+
+
+    async def prepare(self, request: "PrepareRequest", timeout_s: float = DEFAULT_TIMEOUT_S) -> "PrepareResult | None":
+        """Encode a place's context before a request comes there, or None (logged): as
+        `next_edit`, never raises for engine trouble and never waits for a model to load.
+        NotImplementedError: this engine keeps no context of ours (an OpenAI endpoint)."""
+        if not self.enabled or (not self._loaded and self._options.mode in MODEL_LOADING_MODES):
+            return None
+        client = self._get_client()
+        if client is None:
+            return None
+        try:
+            return await asyncio.wait_for(client.prepare(request), timeout_s)
+        except (asyncio.CancelledError, NotImplementedError):
+            raise
+        except (EngineBusy, RequestCancelled) as exc:
+            log.info("engine did not prepare %s: %s", request.request_id, exc)
+        except ProtocolError as exc:
+            log.error("engine rejected prepare request %s: %s", request.request_id, exc)
+        except asyncio.TimeoutError:
+            log.warning("prepare request %s timed out", request.request_id)
         except Exception as exc:
             await self._drop_client()
             self._fail(_explain(exc))

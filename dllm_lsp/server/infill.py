@@ -15,7 +15,7 @@ from typing import Any
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
 
 from ..syntax.context import (CompletionContext, ContextBudget, completion_context, opening_bans, range_context,
-                              under_policy, with_snippets)
+                              resting_context, under_policy, with_snippets)
 from ..syntax.indentation import leading
 from ..syntax.text_lines import previous_nonblank_line
 from ..syntax.shaping import shape_completion
@@ -89,6 +89,16 @@ def plan_completion(doc: Document, offset: int, options: ServerOptions, open_doc
     if bans:  # code first at an empty body: the engine never commits a comment or docstring there
         hole = dataclasses.replace(hole, banned_starts=bans)
     return Plan(doc.uri, doc.version, doc.text, offset, ctx, doc.syntax_language, tree, hole)
+
+
+def resting_windows(doc: Document, offset: int, options: ServerOptions,
+                    open_documents: dict[str, str]) -> tuple[str, str]:
+    """The prefix and suffix the engine gets for a completion at `offset` (as plan_completion
+    makes them: snippets as comments, LF line ends), wherever the cursor rests."""
+    ctx = resting_context(doc.text, offset, doc.syntax_language, budget(options), tree=syntax_tree(doc),
+                          open_documents={u: t for u, t in open_documents.items() if u != doc.uri})
+    hole = engine_hole(ctx, doc.language, 1, None)
+    return hole.prefix, hole.suffix
 
 
 def block_indent(ctx: CompletionContext, language: Any) -> int | None:

@@ -108,6 +108,10 @@ class ServerOptions:
     # suggestion accepted, Enter, the editor's auto-indent: prefetch.py), so the editor's
     # request there is answered from the cache. Off for an OpenAI endpoint whatever this says.
     prefetch_next_line: bool = True
+    # Encode the context where the cursor rests (`dllm/prepareCompletion`, sent by our clients)
+    # before the user types there, so the first request at a new place does not wait for it
+    # (cursor_prepare.py). Off for an OpenAI endpoint whatever this says.
+    prepare_at_cursor: bool = True
     next_edit: NextEditOptions = field(default_factory=NextEditOptions)
 
 

@@ -18,6 +18,7 @@ from pygls.lsp.server import LanguageServer
 
 from .. import __version__
 from .conversions import Encoding, normalize_encoding
+from .cursor_prepare import CursorPrepare
 from .documents import DocumentStore
 from .engine_manager import EngineManager, EngineStatus
 from .inflight import InflightRequests
@@ -46,6 +47,7 @@ class DllmServer(LanguageServer):
         self.documents = DocumentStore()
         self.cache = SuggestionCache()
         self.prefetch = NextLinePrefetch(self)
+        self.cursor_prepare = CursorPrepare(self)
         self.inflight = InflightRequests()
         self.scheduler = RequestScheduler(self.options.debounce_ms / 1000)
         self.engine = EngineManager(self.options.engine, self.publish_status, self.show_problem)
@@ -93,6 +95,7 @@ class DllmServer(LanguageServer):
         self.scheduler.debounce_s = options.debounce_ms / 1000
         self.cache.clear()
         self.prefetch.cancel_all()  # planned under the old settings
+        self.cursor_prepare.cancel()
         return options
 
     # ------------------------------------------------------------ lifecycle
@@ -132,7 +135,7 @@ class DllmServer(LanguageServer):
 
 
 def create_server(base_settings: dict[str, Any] | None = None) -> DllmServer:
-    from . import code_actions, commands, completion, diagnostics, inline_completion
+    from . import code_actions, commands, completion, cursor_prepare, diagnostics, inline_completion
     from .next_edit import feature as next_edit_feature
 
     ls = DllmServer(base_settings)
@@ -156,6 +159,7 @@ def create_server(base_settings: dict[str, Any] | None = None) -> DllmServer:
         ls._shutting_down = True
         ls.scheduler.cancel_all()
         ls.prefetch.cancel_all()
+        ls.cursor_prepare.cancel()
         await ls.engine.close()
 
     @ls.feature(types.TEXT_DOCUMENT_DID_OPEN)
@@ -211,6 +215,7 @@ def create_server(base_settings: dict[str, Any] | None = None) -> DllmServer:
     commands.register(ls)
     diagnostics.register(ls)
     next_edit_feature.register(ls)
+    cursor_prepare.register(ls)
     return ls
 
 

@@ -85,6 +85,7 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
             log.debug("stale %s request for %s (document changed during the debounce)", kind, uri)
             return None
         ls.prefetch.cancel_all()  # this request needs the engine: no guess about a next line may delay it
+        ls.cursor_prepare.cancel()  # nor a context prepared for a place (this one's: the engine keeps what it encoded)
         # Inline and ordinary completion at the same snapshot share one engine call.
         result = await ls.inflight.run((uri, plan.version, offset, plan.hole, invoked),
                                        lambda: ls.engine.infill(request_for([plan.hole], opts, invoked=invoked)))

@@ -177,6 +177,29 @@ def completion_context(
     kind, reason = _classify(text, offset, language, tree)
     if kind == "none":
         return _make(kind, reason, "", "")
+    return _make(kind, reason, *_windows(text, offset, language, budget, tree, open_documents))
+
+
+def resting_context(
+    text: str,
+    offset: int,
+    language: LanguageSpec | None,
+    budget: ContextBudget = ContextBudget(),
+    tree: tree_sitter.Tree | None = None,
+    open_documents: Mapping[str, str] = {},
+) -> CompletionContext:
+    """The windows a completion at ``offset`` would carry, whatever kind fits there now: the
+    cursor rests at ``offset`` and the user has not typed yet (a place with text after it on
+    its line gets a completion once the user types). Its kind is "line"; only its windows count."""
+    if not 0 <= offset <= len(text):
+        raise ValueError(f"offset {offset} outside the document (length {len(text)})")
+    if tree is None and language is not None:
+        tree = parse(text, language)
+    return _make("line", "the cursor rests here", *_windows(text, offset, language, budget, tree, open_documents))
+
+
+def _windows(text: str, offset: int, language: LanguageSpec | None, budget: ContextBudget,
+             tree: tree_sitter.Tree | None, open_documents: Mapping[str, str]) -> tuple[str, str, tuple[str, ...]]:
     start = prefix_start(text, offset, budget.chars(budget.prefix_tokens), language, tree)
     end = suffix_end(text, offset, budget.chars(budget.suffix_tokens), language, tree)
     snippets: tuple[str, ...] = ()
@@ -184,7 +207,7 @@ def completion_context(
         snippets = cross_file_snippets(
             text, language, tree, open_documents, budget.chars(budget.snippet_tokens), budget.snippet_time_s
         )
-    return _make(kind, reason, text[start:offset], text[offset:end], snippets)
+    return text[start:offset], text[offset:end], snippets
 
 
 def _bucket_for(tokens: int) -> int:

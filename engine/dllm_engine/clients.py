@@ -44,6 +44,7 @@ from .socket_security import UnsafeSocket, check_dir, ensure_private_dir
 
 if TYPE_CHECKING:
     from .next_edit.request import NextEditRequest, NextEditResult
+    from .prepare import PrepareRequest, PrepareResult
 
 EventCallback = Callable[[CanvasEvent], None]
 
@@ -74,6 +75,11 @@ class EngineClient(abc.ABC):
     async def next_edit(self, request: "NextEditRequest") -> "NextEditResult":
         """The edit the user will make next (next_edit/); engines without it raise NotImplementedError."""
         raise NotImplementedError(f"{type(self).__name__} cannot propose next edits")
+
+    async def prepare(self, request: "PrepareRequest") -> "PrepareResult":
+        """Encode a place's context before a request comes there (prepare.py); engines
+        without a context cache of ours raise NotImplementedError. Cancelling stops it."""
+        raise NotImplementedError(f"{type(self).__name__} cannot prepare contexts")
 
     async def close(self) -> None:
         return None
@@ -163,6 +169,15 @@ class InProcessClient(EngineClient):
             return await self._on_thread("next-edit", engine.next_edit, request, cancel)
         except asyncio.CancelledError:
             cancel.set()  # the worker thread stops between its engine calls
+            raise
+
+    async def prepare(self, request: "PrepareRequest") -> "PrepareResult":
+        engine = await self._get_engine()
+        cancel = threading.Event()
+        try:
+            return await self._on_thread("prepare", engine.prepare, request, cancel)
+        except asyncio.CancelledError:
+            cancel.set()  # the worker thread stops before its next chunk
             raise
 
     async def health(self) -> dict[str, Any]:
@@ -296,13 +311,16 @@ class DaemonClient(EngineClient):
         except httpx.TransportError as exc:
             raise EngineUnavailable(f"engine at {self.socket_path or self.url} unreachable: {exc}") from exc
 
-    async def _post_checked(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        """POST one JSON request (starting the daemon if needed) and return its checked body."""
+    async def _post_checked(self, path: str, body: dict[str, Any], optional: bool = False) -> dict[str, Any]:
+        """POST one JSON request (starting the daemon if needed) and return its checked body.
+        `optional`: a route older daemons lack; their 404 raises NotImplementedError."""
         await self._ensure_running()
         try:
             r = await self._http.post(path, json=body)
         except httpx.TransportError as exc:
             raise EngineUnavailable(f"engine at {self.socket_path or self.url} unreachable: {exc}") from exc
+        if optional and r.status_code == 404:
+            raise NotImplementedError(f"the engine at {self.socket_path or self.url} has no {path}")
         return _checked(r)
 
     async def score(self, request: ScoreRequest) -> ScoreResult:
@@ -312,6 +330,11 @@ class DaemonClient(EngineClient):
         from .next_edit.request import NextEditResult
 
         return NextEditResult.from_dict(await self._post_checked("/v1/next_edit", request.to_dict()))
+
+    async def prepare(self, request: "PrepareRequest") -> "PrepareResult":
+        from .prepare import PrepareResult
+
+        return PrepareResult.from_dict(await self._post_checked("/v1/prepare", request.to_dict(), optional=True))
 
     async def health(self) -> dict[str, Any]:
         self._check_socket()

@@ -9,6 +9,7 @@ asked and then only with a bearer token. Endpoints:
                         OpenAI- and Inception-compatible (openai_api/; docs/api.md)
 - POST /v1/score        token-by-token likelihood of existing code (for diagnostics)
 - POST /v1/next_edit    the edit the user will make next (next_edit/request.py)
+- POST /v1/prepare      encode a place's context before a request comes there (prepare.py)
 - GET  /health          200 when ready, 503 while the model loads
 - GET  /metrics         queue depth, passes/s, tokens per pass, cache hit rate (JSON, or
                          Prometheus text for a scraper's Accept header / ?format=prometheus)
@@ -41,7 +42,7 @@ from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import Route
 
 from . import prometheus
-from .http_schemas import InfillBody, ScoreBody, parse_body
+from .http_schemas import InfillBody, PrepareBody, ScoreBody, parse_body
 from .model_config import CheckpointError
 from .openai_api.errors import (BodyTimeout, BodyTooLarge, NotReady, answer_for, error_body, error_response,
                                 from_exception, http_exception, internal, unauthorized)
@@ -222,6 +223,24 @@ def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = 
             raise
         return JSONResponse(result.to_dict())
 
+    async def prepare(request: Request) -> Response:
+        req = (await body(request, PrepareBody)).build()
+        engine = ready_engine()
+        cancel = threading.Event()
+        work = asyncio.ensure_future(asyncio.to_thread(engine.prepare, req, cancel))
+        try:  # a client that goes away (the cursor moved on) stops it before its next chunk
+            while True:
+                done, _ = await asyncio.wait({work}, timeout=0.05)
+                if done:
+                    return JSONResponse(work.result().to_dict())
+                if await request.is_disconnected():
+                    cancel.set()
+                    work.add_done_callback(lambda f: f.cancelled() or f.exception())
+                    raise RequestCancelled("client disconnected")
+        except asyncio.CancelledError:
+            cancel.set()
+            raise
+
     async def health(request: Request) -> Response:
         if not authorized(request):
             return error_response(unauthorized())
@@ -248,6 +267,7 @@ def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = 
         Route("/v1/infill", endpoint(infill), methods=["POST"]),
         Route("/v1/score", endpoint(score), methods=["POST"]),
         Route("/v1/next_edit", endpoint(next_edit), methods=["POST"]),
+        Route("/v1/prepare", endpoint(prepare), methods=["POST"]),
         Route("/health", health, methods=["GET"]),
         Route("/metrics", endpoint(metrics), methods=["GET"]),
         *(Route(path, endpoint(handler), methods=methods) for path, handler, methods in openai_routes(api)),

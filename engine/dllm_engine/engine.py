@@ -295,6 +295,14 @@ class Engine:
         that runs the model outside a request's passes (next edit's streams)."""
         return self._calls.call(fn)
 
+    def prepare(self, request, cancel=None):
+        """Encode a place's context into the cache before a request comes there (prepare.py:
+        a `PrepareRequest` in, a `PrepareResult` out); blocks the calling thread, stops for any
+        request and when `cancel` (a threading.Event) is set."""
+        from .prepare import prepare_context
+
+        return prepare_context(self, request, cancel)
+
     def next_edit(self, request, cancel=None):
         """The edit the user will make next (`next_edit/service.py`: a `NextEditRequest` in, a
         `NextEditResult` out); blocks the calling thread, `cancel` (a threading.Event) stops it."""

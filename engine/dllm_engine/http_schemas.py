@@ -19,6 +19,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
 
+from .prepare import PrepareRequest
 from .protocol import (
     CanvasCache,
     Confidence,
@@ -127,6 +128,19 @@ class ScoreBody(_Body):
     def build(self) -> ScoreRequest:
         data = self.model_dump(exclude_none=True)
         req = ScoreRequest(**data)
+        req.validate()
+        return req
+
+
+class PrepareBody(_Body):
+    """POST /v1/prepare: the text around a place where a request may soon come (prepare.py)."""
+
+    prefix: Text
+    suffix: Text = PrepareRequest.suffix
+    request_id: RequestId | None = None
+
+    def build(self) -> PrepareRequest:
+        req = PrepareRequest(**self.model_dump(exclude_none=True))
         req.validate()
         return req
 

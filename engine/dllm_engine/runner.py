@@ -221,10 +221,20 @@ class ModelRunner:
         self._release(self._batches.pop(tuple(c.serial for c in contexts), None))  # a one-off batch
         return logits
 
-    def _encode(self, ids: torch.Tensor) -> EncodedContext:
+    @torch.inference_mode()
+    def encode_tokens(self, ids: torch.Tensor) -> EncodedContext:
+        """Context tokens as they will be cached (`cache_ids`), encoded onto the longest cached
+        start (prepare.py); the cache's hit statistics count requests only."""
+        return self._encode(ids, count=False)
+
+    def cache_ids(self, prefix_ids: list[int], suffix_ids: list[int]) -> torch.Tensor:
+        """The tokens a request with this context keeps in the cache (no canvas room asked)."""
+        return self._hold_out_last(self._context_ids(prefix_ids, suffix_ids, 1))[0]
+
+    def _encode(self, ids: torch.Tensor, count: bool = True) -> EncodedContext:
         # The native canvas reads only the context's K/V, never the last token's hidden
         # state, so a context the cache holds whole needs no forward at all.
-        key, entry, reuse = self.cache.lookup(ids, full=True)
+        key, entry, reuse = self.cache.lookup(ids, count=count, full=True)
         if reuse == ids.numel():
             return EncodedContext(kv=entry.buf[:, :, :, :reuse], length=reuse, reused=reuse)
         if reuse < min(BATCH_REUSE_BELOW, (ids.numel() - reuse) // 8):

@@ -215,3 +215,21 @@ async def test_next_edit_over_the_socket_and_its_errors(daemon):
         await client.close()
     assert r.region_start_line == 0 and r.masked_spans >= 1  # the stale `w`
     assert all(doc[s.start:s.end] == s.original for s in r.spans)
+
+
+async def test_prepare_warms_the_context_a_request_then_reuses(daemon):
+    from dllm_engine.prepare import PrepareRequest
+
+    prefix = "def mean(xs):\n    total = sum(xs)\n    count = len(xs)\n    return "
+    suffix = "\n\n\nprint(mean([1, 2, 3]))\n"
+    client = DaemonClient(socket_path=daemon)
+    try:
+        prepared = await client.prepare(PrepareRequest(prefix=prefix, suffix=suffix))
+        assert prepared.complete and prepared.encoded_tokens > 10
+        result = await client.infill(InfillRequest(holes=[Hole(prefix=prefix + "total", suffix=suffix, max_tokens=4)]))
+        assert result.context_tokens - result.cached_tokens <= 3
+    finally:
+        await client.close()
+    with http(daemon) as c:
+        r = c.post("/v1/prepare", json={"prefix": 1})
+        assert r.status_code == 400 and "prefix" in r.json()["error"]["message"]

@@ -34,6 +34,9 @@ class ScriptedEngine:
     # A fill whose prefix ends with a key answers after that many seconds (cancellable meanwhile).
     delays: dict = field(default_factory=dict)
     cancelled_requests: list = field(default_factory=list)
+    prepare_requests: list = field(default_factory=list)
+    prepare_delay: float = 0.0
+    prepares_stopped: int = 0
 
     def __post_init__(self) -> None:
         self.tokenizer = TextTokenizer(SMALL_MODEL_DIR / "tokenizer.json")
@@ -68,6 +71,17 @@ class ScriptedEngine:
     def next_edit(self, request, cancel=None):
         self.next_edit_requests.append(request)
         return propose(self, request, cancel)
+
+    def prepare(self, request, cancel=None):
+        """Records the place; takes `prepare_delay` seconds (stopping early when cancelled)."""
+        from dllm_engine.prepare import PrepareResult
+
+        self.prepare_requests.append(request)
+        stopped = cancel is not None and cancel.wait(self.prepare_delay)
+        if stopped:
+            self.prepares_stopped += 1
+        tokens = len(self.tokenizer.encode(request.suffix + request.prefix))
+        return PrepareResult(request.request_id, tokens, 0, 0 if stopped else tokens, not stopped, 0.0)
 
     def health(self) -> dict:
         return {"status": "ok", "model": self.model_name}

@@ -10,7 +10,8 @@ the engine). The first keystroke's request then finds all but its last tokens ca
 
 A notification gets no answer. One prepare runs at a time: a newer notification, any request
 that needs the engine (suggest.py) and a change of settings cancel it, and the engine stops on
-its own for any request (between chunks of 128 tokens). Nothing is prepared for a stale
+its own for any request (between chunks of 128 tokens). A prepare cancels the next line's
+prefetch (the user moved away from the place it guessed). Nothing is prepared for a stale
 version, a place outside the document, a language whose completions are off, an OpenAI
 endpoint (nothing of ours to warm), or while the model loads. Bad params are logged and ignored.
 """
@@ -104,6 +105,9 @@ class CursorPrepare:
             self.stats.skipped += 1
             log.exception("context extraction failed for %s at %s:%d", PREPARE_COMPLETION, uri, offset)
             return
+        # The cursor moved by a click or a key: the next line's prefetch guessed the user would
+        # accept a suggestion and press Enter where they were, and the engine is needed here.
+        self.ls.prefetch.cancel_all()
         self.stats.started += 1
         self._task = asyncio.ensure_future(self._prepare(prefix, suffix))
         self._task.add_done_callback(self._done)

@@ -24,6 +24,7 @@ error object (`openai_api/errors.py`).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
 import os
@@ -50,7 +51,7 @@ from .openai_api.models import ServedModels
 from .openai_api.next_edit_seam import serve_next_edit
 from .openai_api.routes import Api, openai_routes
 from .prompt_budget import TRIM_PARAM, fit_request, wants_trim
-from .protocol import InfillRequest, ProtocolError, RequestCancelled
+from .protocol import Hole, InfillRequest, ProtocolError, RequestCancelled
 from .socket_security import UnsafeSocket, check_stale_path, ensure_private_dir
 
 log = logging.getLogger("dllm_engine.daemon")
@@ -225,6 +226,9 @@ def build_app(host: EngineHost, token: str | None = None, max_body_bytes: int = 
 
     async def prepare(request: Request) -> Response:
         req = (await body(request, PrepareBody)).build()
+        # The same window check as /v1/infill, before the engine thread tokenizes a thing.
+        fitted_hole = (await fitted(request, InfillRequest(holes=[Hole(req.prefix, req.suffix, max_tokens=1)]))).holes[0]
+        req = dataclasses.replace(req, prefix=fitted_hole.prefix, suffix=fitted_hole.suffix)
         engine = ready_engine()
         cancel = threading.Event()
         work = asyncio.ensure_future(asyncio.to_thread(engine.prepare, req, cancel))

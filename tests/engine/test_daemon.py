@@ -233,3 +233,11 @@ async def test_prepare_warms_the_context_a_request_then_reuses(daemon):
     with http(daemon) as c:
         r = c.post("/v1/prepare", json={"prefix": 1})
         assert r.status_code == 400 and "prefix" in r.json()["error"]["message"]
+
+
+def test_prepare_refuses_a_context_over_the_window_or_trims_it_when_asked(daemon):
+    with http(daemon) as c:
+        r = c.post("/v1/prepare", json={"prefix": "x = 1\n" * 20000})
+        assert r.status_code == 400 and "window" in r.json()["error"]["message"]
+        r = c.post("/v1/prepare?trim_context=true", json={"prefix": "x = 1\n" * 20000})
+        assert r.status_code == 200 and r.json()["complete"] and r.json()["context_tokens"] <= 1024

@@ -147,3 +147,20 @@ async def test_the_first_keystroke_at_a_prepared_place_finds_its_context_cached(
     await inline(client, URI, 13, 9)
     answer = (await command(client, "dllm.serverStats"))["engineAnswerMs"][-1]
     assert answer["contextTokens"] - answer["cachedTokens"] <= 3, answer
+
+
+async def test_a_move_elsewhere_cancels_the_next_line_s_prefetch(client, scripted):
+    next_place = "s += x\n        "
+    scripted.engine.rules = [(next_place, "print(s)"), ("        ", "s += x")]
+    scripted.engine.delays = {next_place: 30.0}  # the prefetch would hold the engine for 30 s
+    await start(client, engine={"mode": "remote", "url": scripted.url}, debounceMs=0)
+    await wait_for(lambda: any(s["state"] == "ready" for s in client.statuses), 20, "engine ready")
+    open_doc(client, URI, TEXT)
+    await inline(client, URI, 3, 8)
+    await wait_for(lambda: any(r.priority == "batch" and r.holes[0].max_tokens > 1
+                               for r in scripted.engine.infill_requests), 10, "the prefetch")
+    rest_at(client, 1, 9)  # the user clicks elsewhere instead of taking the suggestion
+    await wait_for(lambda: scripted.engine.cancelled_requests, 10, "the daemon to cancel the prefetch")
+    assert scripted.engine.cancelled_requests[0].priority == "batch"
+    assert (await command(client, "dllm.serverStats"))["prefetch"]["cancelled"] == 1
+    await wait_for(lambda: scripted.engine.prepare_requests, 10, "the prepare")

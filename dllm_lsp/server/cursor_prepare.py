@@ -12,8 +12,9 @@ A notification gets no answer. One prepare runs at a time: a newer notification,
 that needs the engine (suggest.py) and a change of settings cancel it, and the engine stops on
 its own for any request (between chunks of 128 tokens). A prepare cancels the next line's
 prefetch (the user moved away from the place it guessed). Nothing is prepared for a stale
-version, a place outside the document, a language whose completions are off, an OpenAI
-endpoint (nothing of ours to warm), or while the model loads. Bad params are logged and ignored.
+version, a place outside the document, a language whose completions are off, or an OpenAI
+endpoint (nothing of ours to warm); the last place that came while the model loads is prepared
+once it is in. Bad params are logged and ignored.
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class CursorPrepare:
         self.stats = PrepareStats()
         self._task: asyncio.Task | None = None
         self._unsupported = False
+        self._waiting: tuple[str, int, int, int] | None = None
 
     def enabled(self) -> bool:
         opts = self.ls.options
@@ -89,6 +91,10 @@ class CursorPrepare:
         self.cancel()
         if not self.enabled():
             return
+        if self.ls.engine.status.state == "loading":
+            # The file that opened the editor is where the user starts: prepared once the model is in.
+            self._waiting = (uri, version, line, character)
+            return
         doc = self.ls.documents.get(uri)
         if doc is None or doc.version != version or not language_enabled(doc, self.ls.options):
             self.stats.skipped += 1
@@ -111,6 +117,12 @@ class CursorPrepare:
         self.stats.started += 1
         self._task = asyncio.ensure_future(self._prepare(prefix, suffix))
         self._task.add_done_callback(self._done)
+
+    def engine_ready(self) -> None:
+        """The model is loaded: prepare the last place the cursor rested at while it loaded."""
+        waiting, self._waiting = self._waiting, None
+        if waiting is not None:
+            self.at(*waiting)
 
     def cancel(self) -> None:
         """A request needs the engine, or the cursor moved on: stop before the next chunk."""

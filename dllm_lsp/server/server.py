@@ -63,6 +63,8 @@ class DllmServer(LanguageServer):
     def publish_status(self, status: EngineStatus) -> None:
         if not self._shutting_down:
             self.protocol.notify(STATUS_NOTIFICATION, status.to_json())
+            if status.state == "ready":
+                self.cursor_prepare.engine_ready()
 
     def show_problem(self, message: str, kind: types.MessageType = types.MessageType.Error) -> None:
         """A problem the user must act on (callers make sure it is said once, not per keystroke)."""

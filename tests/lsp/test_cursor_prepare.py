@@ -125,13 +125,13 @@ async def test_the_first_keystroke_at_a_prepared_place_finds_its_context_cached(
     """The real small model in process: rest, wait for the prepare, type; the request encodes
     only the end of the prefix the keystroke changed."""
     await start(client, debounceMs=0, prefetchNextLine=False)
-    await wait_for(lambda: client.statuses and client.statuses[-1]["state"] in ("ready", "error"),
-                   timeout=60, what="the model to load")
-    assert client.statuses[-1]["state"] == "ready", client.statuses[-1]
     text = ("import os\n\n\ndef scale(xs, k):\n    out = []\n    for x in xs:\n        out.append(x * k)\n"
             "    return out\n\n\ndef shift(xs, d):\n    out = []\n    for x in xs:\n        \n    return out\n")
     open_doc(client, URI, text)
-    rest_at(client, 13, 8)
+    rest_at(client, 13, 8)  # while the model loads: prepared once it is in
+    await wait_for(lambda: client.statuses and client.statuses[-1]["state"] in ("ready", "error"),
+                   timeout=60, what="the model to load")
+    assert client.statuses[-1]["state"] == "ready", client.statuses[-1]
     stats = await prepare_stats(client)
     for _ in range(600):
         if stats["complete"] + stats["stopped"] >= 1:

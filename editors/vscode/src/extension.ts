@@ -1,7 +1,8 @@
 // dllm-lsp for VS Code: starts `python -m dllm_lsp serve` over stdio and lets
 // vscode-languageclient wire up what the server advertises: ghost text (LSP
 // inline completion), the suggest widget, code actions, diagnostics, applyEdit.
-// This file only launches, restarts and forwards settings; all logic is the server's.
+// This file only launches, restarts, forwards settings and where the cursor rests; all
+// logic is the server's.
 import * as vscode from "vscode";
 import {
   DidChangeConfigurationNotification,
@@ -11,6 +12,7 @@ import {
   State,
 } from "vscode-languageclient/node";
 import { registerCommands } from "./commands";
+import { CursorRest, Place } from "./cursorRest";
 import { canImportDllm, resolvePython } from "./python";
 import { pythonExtensionInterpreter } from "./pythonExtension";
 import { NextEdits } from "./nextEdit";
@@ -115,6 +117,51 @@ async function restartServer(): Promise<void> {
   await startClient();
 }
 
+// Where the cursor rests after a click or a cursor key, the server encodes the context a
+// completion there would carry (cursorRest.ts decides what a rest is). The server owns the
+// rest: `prepareAtCursor` (off for an OpenAI endpoint), stale versions, cancelling.
+function watchCursorRests(): vscode.Disposable {
+  const rests = new CursorRest((place) => {
+    const running = client;
+    if (!running || running.state !== State.Running || !settings().get<boolean>("enable", true)) {
+      return false;
+    }
+    void running.sendNotification("dllm/prepareCompletion", {
+      textDocument: { uri: place.uri, version: place.version },
+      position: { line: place.line, character: place.character },
+    });
+    return true;
+  });
+  const placeOf = (editor: vscode.TextEditor): Place | undefined => {
+    const document = editor.document;
+    if (vscode.languages.match(SELECTOR, document) === 0) {
+      return undefined;
+    }
+    const { line, character } = editor.selection.active;
+    // The URI as the client sent it in didOpen: it has no uriConverters, so uri.toString().
+    return { uri: document.uri.toString(), version: document.version, line, character };
+  };
+  return vscode.Disposable.from(
+    rests,
+    vscode.window.onDidChangeTextEditorSelection((e) => {
+      const place = placeOf(e.textEditor);
+      if (place) {
+        rests.moved(e.kind, e.selections, place);
+      } else {
+        rests.cancel();
+      }
+    }),
+    vscode.window.onDidChangeActiveTextEditor((editor) => {
+      const place = editor && placeOf(editor);
+      if (editor && place) {
+        rests.focused(editor.selections, place);
+      } else {
+        rests.cancel();
+      }
+    }),
+  );
+}
+
 async function onConfigurationChanged(event: vscode.ConfigurationChangeEvent): Promise<void> {
   if (!event.affectsConfiguration("dllm")) {
     return;
@@ -138,7 +185,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     selector: SELECTOR,
     autoRequest: () => settings().get<boolean>("enable", true) && settings().get<boolean>("nextEdit.enabled", false),
   });
-  context.subscriptions.push(output, statusBar, nextEdits);
+  context.subscriptions.push(output, statusBar, nextEdits, watchCursorRests());
   registerCommands(context, { client: () => client, statusBar, output, restartServer });
   context.subscriptions.push(vscode.workspace.onDidChangeConfiguration((e) => void onConfigurationChanged(e)));
   await startClient();

@@ -17,6 +17,7 @@ export interface InitializationOptions {
   multilineMaxLines: unknown;
   emptyBody: unknown;
   prefetchNextLine: unknown;
+  prepareAtCursor: unknown;
   completion: unknown;
   diagnostics: unknown;
   context: Record<string, unknown>;
@@ -49,6 +50,7 @@ export function initializationOptions(get: SettingGetter): InitializationOptions
     multilineMaxLines: get("multilineMaxLines"),
     emptyBody: get("emptyBody"),
     prefetchNextLine: get("prefetchNextLine"),
+    prepareAtCursor: get("prepareAtCursor"),
     completion: get("completion"),
     diagnostics: get("diagnostics"),
     context: pick(get, "context", ["prefixTokens", "suffixTokens", "snippetTokens"]),

@@ -37,6 +37,14 @@ M.defaults = {
     jump_edit = "<S-Tab>",
     reject_edit = false,
   },
+  -- Where the cursor rests (Normal mode: its line's end, where `A` and `o` type; Insert mode:
+  -- after a cursor key), the server encodes a completion's context before you type there, so
+  -- the first suggestion comes sooner. Costs CPU while you move around; the server also needs
+  -- settings.prepareAtCursor (default true) and never does it for an OpenAI endpoint.
+  prepare_at_cursor = {
+    enabled = true,
+    rest_ms = 250, -- how long the cursor stays before its place is sent
+  },
   -- Next edits: the server must have settings.nextEdit.enabled = true to propose any.
   next_edit = {
     auto = true, -- ask after each pause in typing (else only :DllmNextEdit)

@@ -57,6 +57,7 @@ end
 local function on_attach(client, bufnr)
   require("dllm.ghost").attach(client, bufnr)
   require("dllm.next_edit").attach(client, bufnr)
+  require("dllm.cursor_rest").attach(client, bufnr)
   if has("nvim-0.11") then
     vim.lsp.completion.enable(true, client.id, bufnr, { autotrigger = false })
   else

@@ -4,7 +4,9 @@ The first request at a new place encodes its whole context before its first pass
 context starts with the suffix, so a cursor that moves shares nothing cached): 0.7-1.4 s of a
 2-core CPU, the slowest answer a user meets. An editor knows where the cursor is before the
 user types there; our clients send this notification once the cursor has rested at a place
-(VS Code: a click or a cursor key, then 250 ms without another; Neovim: in Insert mode), and
+(VS Code: a click or a cursor key, then 250 ms without another; Neovim: at rest in Normal mode
+the end of the cursor's line, where `A` and `o` start, and in Insert mode a move that is not
+typing), and
 the server has the engine encode the context a completion there would carry (prepare.py in
 the engine). The first keystroke's request then finds all but its last tokens cached.
 

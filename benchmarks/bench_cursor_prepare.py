@@ -20,6 +20,7 @@ time the user spends reading, less the client's 250 ms rest).
 same context in chunks of N tokens (prepare.py's PREPARE_CHUNK), interleaved, in one process.
 
     python benchmarks/bench_cursor_prepare.py [--places 16] [--pauses 0.3,0.8,2.0] [--json]
+    python benchmarks/bench_cursor_prepare.py --arms none,elsewhere --pauses 0.3,0.8   # a wasted prepare's cost
     python benchmarks/bench_cursor_prepare.py --chunks 64,128,256 [--repeats 5]
 """
 
@@ -102,21 +103,27 @@ async def replay(args) -> dict:
         return await client.workspace_execute_command_async(types.ExecuteCommandParams(command="dllm.serverStats"))
 
     pauses = [float(p) for p in args.pauses.split(",")]
-    all_places = places(args.places * 2 * len(pauses), args.seed)
+    all_places = places(args.places * len(args.arms.split(",")) * len(pauses), args.seed)
     rows = []
     k = 0
+    arms = args.arms.split(",")
     for pause in pauses:
-        for i in range(args.places * 2):
-            arm = "prepare" if (i % 4 in (1, 2)) else "none"  # ABBA
+        for i in range(args.places * len(arms)):
+            # Each block of len(arms) places runs every arm once, the order rotating block by block
+            # (ABBA for two arms), so a drift in the machine's speed falls on every arm alike.
+            block, j = divmod(i, len(arms))
+            arm = arms[(j + block) % len(arms)] if len(arms) > 2 else arms[j if block % 2 == 0 else 1 - j]
             uri, text, offset, indent = all_places[k]
             k += 1
             client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
                 uri=uri, language_id="python", version=1, text=text)))
             await asyncio.sleep(0.3)  # the open's parse, as a user's click comes after the file shows
             rest = position(text, offset)
-            if arm == "prepare":
+            if arm in ("prepare", "elsewhere"):
+                # "elsewhere": the cursor rested 20 lines above, then the user typed here (a prepare wasted).
+                where = rest if arm == "prepare" else types.Position(line=max(0, rest.line - 20), character=0)
                 client.protocol.notify("dllm/prepareCompletion", {"textDocument": {"uri": uri, "version": 1},
-                                                                  "position": {"line": rest.line, "character": rest.character}})
+                                                                  "position": {"line": where.line, "character": where.character}})
             await asyncio.sleep(pause)
             client.text_document_did_change(types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
@@ -145,7 +152,7 @@ async def replay(args) -> dict:
     await client.stop()
     summary = {}
     for pause in pauses:
-        for arm in ("none", "prepare"):
+        for arm in args.arms.split(","):
             mine = [r for r in rows if r["pause_s"] == pause and r["arm"] == arm]
             ms = [r["ms"] for r in mine]
             fresh = [r["context_tokens"] - r["cached_tokens"] for r in mine if r["context_tokens"] is not None]
@@ -192,6 +199,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--places", type=int, default=16, help="places per arm and pause")
     ap.add_argument("--pauses", default="0.3,0.8,2.0")
+    ap.add_argument("--arms", default="none,prepare",
+                    help="none, prepare (the place typed at), elsewhere (a place 20 lines above: the cost of a wasted prepare)")
     ap.add_argument("--threads", default="all", help="the server's threads: a count, or all (as an editor starts it)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--chunks", default=None, help="engine only: chunk sizes to compare with one forward")

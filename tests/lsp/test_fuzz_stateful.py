@@ -4,7 +4,7 @@ Hypothesis drives `dllm-lsp serve` as a careless editor would: documents opened
 (again) and closed, incremental edits with random ranges (in range, past the end,
 negative, 2^31 and more) carrying lone surrogates, CRLF, NUL and emoji, every
 request the server offers (inline completion, completion, code actions and their
-resolve, every dllm.* command, an unknown dllm/* method) at random positions,
+resolve, every dllm.* command, an unknown dllm/* method) and `dllm/prepareCompletion` at random positions,
 valid or not, params missing, and `$/cancelRequest` for requests in flight.
 
 After each run of steps: every request has exactly one response, no "internal
@@ -185,6 +185,19 @@ class ServerFuzz(RuleBasedStateMachine):
             ("dllm/noSuchRequest", {"uri": uri}),
         ]))
         self._request(method, params)
+
+    @rule(data=st.data())
+    def cursor_rests(self, data):
+        """`dllm/prepareCompletion` (a notification: no answer to count): any version, any
+        position, params missing or of the wrong type."""
+        uri = self._uri(data)
+        version = data.draw(st.sampled_from([self.version, 1, 0, -1, 2**31, "1", None]))
+        params = data.draw(st.sampled_from([
+            {"textDocument": {"uri": uri, "version": version}, "position": self._position(data, uri)},
+            {"textDocument": {"uri": uri}, "position": self._position(data, uri)},
+            {"textDocument": {"uri": uri, "version": version}},
+            None, [], "junk"]))
+        self.server.notify("dllm/prepareCompletion", params)
 
     @rule(data=st.data())
     def cancel(self, data):

@@ -102,7 +102,9 @@ def resting_windows(doc: Document, offset: int, options: ServerOptions,
 
 
 def block_indent(ctx: CompletionContext, language: Any) -> int | None:
-    """For a multi-line completion in an indented language: the least indentation a later
+    """For a multi-line completion in a language whose blocks end where a line dedents
+    (`LanguageSpec.dedent_ends_block`: Python; JavaScript and TypeScript, where a body's closing
+    brace sits at its opener's indentation, and only there): the least indentation a later
     line of the fill may have and stay in the block (shaping's stop_at_dedent, whose
     bound can only be higher), else None. After a block opener (`def f():` before the
     cursor) a line must be indented deeper than the opener's; on a blank line, at least
@@ -110,16 +112,21 @@ def block_indent(ctx: CompletionContext, language: Any) -> int | None:
     even before the indentation is typed: an editor without auto-indent leaves the cursor at
     column 0 there, where the bound was 0 and an empty body's fill ran on into the next
     function to max_tokens (4-6 s; benchmarks/RESULTS.md, fifteenth session)."""
-    if ctx.kind not in ("multiline", "block") or not (language is None or language.indent_style == "indent"):
+    if ctx.kind not in ("multiline", "block") or not (language is None or language.dedent_ends_block):
         return None
     line_start = ctx.prefix.rfind("\n") + 1
     line = ctx.prefix[line_start:]
     if line.strip():
         return len(leading(line)) + 1
     indent = len(line)
-    if ctx.reason in ("empty block body", "start of block"):  # the line before opens this block
-        indent = max(indent, len(leading(previous_nonblank_line(ctx.prefix, line_start))) + 1)
-    return indent or None
+    opens = ctx.reason in ("empty block body", "start of block")  # the line before opens this block
+    opener = len(leading(previous_nonblank_line(ctx.prefix, line_start))) + 1 if opens else 0
+    if language is not None and language.indent_style == "braces":
+        # The model often writes JavaScript in its own unit (2 blanks in a 4-blank file: shaping
+        # re-indents it), so the cursor's column is no bound; the block's own closing brace sits
+        # at its opener's: a line left of that is surely past it. Elsewhere: no bound.
+        return opener or None
+    return max(indent, opener) or None
 
 
 def engine_hole(ctx: CompletionContext, language: Any, max_tokens: int, bucket: int | None) -> Hole:

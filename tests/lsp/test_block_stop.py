@@ -1,6 +1,6 @@
-"""A multi-line completion in an indented language carries `stop_indent` (the engine stops the
-fill where shaping's stop_at_dedent would cut it); a single line, a braces language and a
-range edit do not."""
+"""A multi-line completion where a dedent ends a block (Python; JavaScript and TypeScript)
+carries `stop_indent` (the engine stops the fill where shaping would cut it); a single line,
+C-like braces and a range edit do not."""
 
 from lsprotocol import types
 
@@ -25,11 +25,28 @@ def test_after_a_block_opener_a_line_must_be_deeper_than_the_opener():
     assert p.ctx.kind == "block" and p.hole.stop_indent == 5
 
 
-def test_no_stop_for_a_line_a_braces_language_or_a_range_edit():
+def test_a_javascript_or_typescript_body_stops_at_its_closing_brace_s_dedent():
+    # Left of the opener only: the model may write its lines in a smaller unit than the file's.
+    js = plan("function f(x) {\n    █\n}\n", uri="file:///t.js", language_id="javascript")
+    assert js.ctx.kind != "line" and js.hole.stop_indent == 1
+    ts = plan("class A {\n  m(x: number): number {█\n  }\n}\n", uri="file:///t.ts", language_id="typescript")
+    assert ts.ctx.kind == "block" and ts.hole.stop_indent == 3
+    method = plan("class A {\n    m() {\n        █\n    }\n}\n", uri="file:///t.js", language_id="javascript")
+    assert method.hole.stop_indent == 5
+    # A blank line inside a body (multiline "always"): no bound in a braces language.
+    text = "function f(x) {\n    const y = x;\n    █\n    return y;\n}\n"
+    doc = DocumentStore().open(types.TextDocumentItem(uri="file:///t.js", language_id="javascript", version=1,
+                                                      text=text.replace("█", "")))
+    loose = plan_completion(doc, text.index("█"), ServerOptions(multiline="always"), {})
+    assert loose.ctx.kind == "multiline" and loose.hole.stop_indent is None
+
+
+def test_no_stop_for_a_line_c_like_braces_or_a_range_edit():
     line = plan("def f(x):\n    return x +█\n")
     assert line.ctx.kind == "line" and line.hole.stop_indent is None and line.hole.stop == ("\n",)
-    js = plan("function f(x) {\n    █\n}\n", uri="file:///t.js", language_id="javascript")
-    assert js.ctx.kind != "line" and js.hole.stop_indent is None
+    # C and C++ put preprocessor lines, labels and access specifiers left of a block's body.
+    c = plan("int f(int x) {\n    █\n}\n", uri="file:///t.c", language_id="c")
+    assert c.ctx.kind != "line" and c.hole.stop_indent is None
     store = DocumentStore()
     text = "def f(xs):\n    for x in xs:\n        print(x)\n        print(x * 2)\n"
     doc = store.open(types.TextDocumentItem(uri="file:///r.py", language_id="python", version=1, text=text))

@@ -302,50 +302,38 @@ class EngineManager:
         """The engine's next-edit proposal, or None (logged), as `infill` answers: never raises
         for engine trouble and never waits for a model to load. NotImplementedError: this
         engine cannot propose next edits (an OpenAI FIM endpoint)."""
-        if not self.enabled or (not self._loaded and self._options.mode in MODEL_LOADING_MODES):
-            if self.enabled:
-                self.start_warm_up()
-            return None
-        client = self._get_client()
-        if client is None:
-            return None
         if request.deadline_s is None:
             request.deadline_s = timeout_s
-        try:
-            return await asyncio.wait_for(client.next_edit(request), timeout_s + 5.0)
-        except (asyncio.CancelledError, NotImplementedError):
-            raise
-        except (EngineBusy, RequestCancelled) as exc:
-            log.info("engine did not serve next-edit request %s: %s", request.request_id, exc)
-        except ProtocolError as exc:
-            log.error("engine rejected next-edit request %s: %s", request.request_id, exc)
-        except asyncio.TimeoutError:
-            log.warning("next-edit request %s timed out", request.request_id)
-        except Exception as exc:
-            await self._drop_client()
-            self._fail(_explain(exc))
-        return None
-
+        return await self._side_call("next-edit", request.request_id, lambda c: c.next_edit(request), timeout_s + 5.0,
+                                     warm=True)
 
     async def prepare(self, request: "PrepareRequest", timeout_s: float = DEFAULT_TIMEOUT_S) -> "PrepareResult | None":
         """Encode a place's context before a request comes there, or None (logged): as
         `next_edit`, never raises for engine trouble and never waits for a model to load.
         NotImplementedError: this engine keeps no context of ours (an OpenAI endpoint)."""
+        return await self._side_call("prepare", request.request_id, lambda c: c.prepare(request), timeout_s)
+
+    async def _side_call(self, what: str, request_id: str, call: Callable[["EngineClient"], Any], timeout_s: float,
+                         warm: bool = False) -> Any:
+        """An engine call beside the completions (next edit, prepare): its result, or None
+        (logged) for engine trouble; never waits for a model to load (`warm`: starts the load)."""
         if not self.enabled or (not self._loaded and self._options.mode in MODEL_LOADING_MODES):
+            if self.enabled and warm:
+                self.start_warm_up()
             return None
         client = self._get_client()
         if client is None:
             return None
         try:
-            return await asyncio.wait_for(client.prepare(request), timeout_s)
+            return await asyncio.wait_for(call(client), timeout_s)
         except (asyncio.CancelledError, NotImplementedError):
             raise
         except (EngineBusy, RequestCancelled) as exc:
-            log.info("engine did not prepare %s: %s", request.request_id, exc)
+            log.info("engine did not serve %s request %s: %s", what, request_id, exc)
         except ProtocolError as exc:
-            log.error("engine rejected prepare request %s: %s", request.request_id, exc)
+            log.error("engine rejected %s request %s: %s", what, request_id, exc)
         except asyncio.TimeoutError:
-            log.warning("prepare request %s timed out", request.request_id)
+            log.warning("%s request %s timed out", what, request_id)
         except Exception as exc:
             await self._drop_client()
             self._fail(_explain(exc))

@@ -170,10 +170,7 @@ def completion_context(
     ``tree`` must match ``text`` if given (it is parsed otherwise). Unknown
     languages (``language=None``) get line-based windows and text heuristics.
     """
-    if not 0 <= offset <= len(text):
-        raise ValueError(f"offset {offset} outside the document (length {len(text)})")
-    if tree is None and language is not None:
-        tree = parse(text, language)
+    tree = _tree_at(text, offset, language, tree)
     kind, reason = _classify(text, offset, language, tree)
     if kind == "none":
         return _make(kind, reason, "", "")
@@ -191,11 +188,18 @@ def resting_context(
     """The windows a completion at ``offset`` would carry, whatever kind fits there now: the
     cursor rests at ``offset`` and the user has not typed yet (a place with text after it on
     its line gets a completion once the user types). Its kind is "line"; only its windows count."""
+    tree = _tree_at(text, offset, language, tree)
+    return _make("line", "the cursor rests here", *_windows(text, offset, language, budget, tree, open_documents))
+
+
+def _tree_at(text: str, offset: int, language: LanguageSpec | None,
+             tree: tree_sitter.Tree | None) -> tree_sitter.Tree | None:
+    """The document's tree (parsed if not given), once ``offset`` is checked to lie in ``text``."""
     if not 0 <= offset <= len(text):
         raise ValueError(f"offset {offset} outside the document (length {len(text)})")
     if tree is None and language is not None:
         tree = parse(text, language)
-    return _make("line", "the cursor rests here", *_windows(text, offset, language, budget, tree, open_documents))
+    return tree
 
 
 def _windows(text: str, offset: int, language: LanguageSpec | None, budget: ContextBudget,

@@ -163,21 +163,20 @@ class InProcessClient(EngineClient):
         return await self._on_thread("score", engine.score, request)
 
     async def next_edit(self, request: "NextEditRequest") -> "NextEditResult":
-        engine = await self._get_engine()
-        cancel = threading.Event()
-        try:
-            return await self._on_thread("next-edit", engine.next_edit, request, cancel)
-        except asyncio.CancelledError:
-            cancel.set()  # the worker thread stops between its engine calls
-            raise
+        return await self._cancellable("next-edit", "next_edit", request)
 
     async def prepare(self, request: "PrepareRequest") -> "PrepareResult":
+        return await self._cancellable("prepare", "prepare", request)
+
+    async def _cancellable(self, thread: str, method: str, request: Any) -> Any:
+        """engine.<method>(request, cancel) on its own thread; cancelling the await sets
+        `cancel`, which the worker reads between its engine calls."""
         engine = await self._get_engine()
         cancel = threading.Event()
         try:
-            return await self._on_thread("prepare", engine.prepare, request, cancel)
+            return await self._on_thread(thread, getattr(engine, method), request, cancel)
         except asyncio.CancelledError:
-            cancel.set()  # the worker thread stops before its next chunk
+            cancel.set()
             raise
 
     async def health(self) -> dict[str, Any]:

@@ -22,14 +22,6 @@ local sent -- the last place sent, as a string
 -- TextChangedI Neovim fires first for a keystroke; 0.7 and 0.11 fire CursorMovedI first).
 local ticks = {}
 
-local function notify(client, method, params)
-  if lsp.has("nvim-0.11") then
-    client:notify(method, params)
-  else
-    client.notify(method, params)
-  end
-end
-
 -- The place to prepare in the current window, or nil where nothing is typed next.
 local function place(bufnr, client)
   local mode = vim.api.nvim_get_mode().mode
@@ -61,7 +53,7 @@ local function send(bufnr)
                              params.position.line, params.position.character }, "\0")
   if key ~= sent then
     sent = key
-    notify(client, "dllm/prepareCompletion", params)
+    lsp.notify(client, "dllm/prepareCompletion", params)
   end
 end
 

@@ -20,6 +20,14 @@ function M.request(client, method, params, handler, bufnr)
   return client.request(method, params, handler, bufnr)
 end
 
+-- The same for client:notify() (a method from 0.11 on).
+function M.notify(client, method, params)
+  if has("nvim-0.11") then
+    return client:notify(method, params)
+  end
+  return client.notify(method, params)
+end
+
 function M.client(bufnr)
   bufnr = (bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr
   if vim.lsp.get_clients then

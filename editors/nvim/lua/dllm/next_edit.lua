@@ -112,12 +112,7 @@ end
 local function notify(bufnr, method, proposal)
   local client = vim.lsp.get_client_by_id(proposal.client_id)
   if client then
-    local params = { textDocument = { uri = vim.uri_from_bufnr(bufnr), version = proposal.version } }
-    if lsp.has("nvim-0.11") then
-      client:notify(method, params)
-    else
-      client.notify(method, params)
-    end
+    lsp.notify(client, method, { textDocument = { uri = vim.uri_from_bufnr(bufnr), version = proposal.version } })
   end
 end
 

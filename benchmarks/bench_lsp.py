@@ -27,6 +27,7 @@ prefix window's start, which the default three, mostly docstrings, never do).
     python benchmarks/bench_lsp.py --skip-startup --threads 1,all   # one thread against every core
     python benchmarks/bench_lsp.py --skip-startup --auto-indent --prefetch off,on   # the next line's prefetch
     python benchmarks/bench_lsp.py --skip-startup --threads all --empty-body any,code   # code first at an empty body
+    python benchmarks/bench_lsp.py --skip-startup --threads all --rest 1 --prepare off,on   # the context prepared at rest
 """
 
 from __future__ import annotations
@@ -138,7 +139,8 @@ def keystrokes(body: str, auto_indent: bool) -> list[str]:
 
 
 async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str, settings: dict,
-                 env: dict[str, str] = ENV, auto_indent: bool = False, functions=None) -> dict:
+                 env: dict[str, str] = ENV, auto_indent: bool = False, functions=None,
+                 rest_s: float = 0.0, prepare: bool = False) -> dict:
     client = LanguageClient("bench", "0")
     statuses: list[dict] = []
     client.feature("dllm/status")(lambda params: statuses.append(params._asdict() if hasattr(params, "_asdict") else params))
@@ -162,6 +164,10 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
             uri=uri, language_id="python", version=1, text=doc)))
         line = doc.count("\n", 0, offset)
         col = offset - (doc.rfind("\n", 0, offset) + 1)
+        if prepare:  # what our editor clients send where the cursor comes to rest
+            client.protocol.notify("dllm/prepareCompletion", {"textDocument": {"uri": uri, "version": 1},
+                                                              "position": {"line": line, "character": col}})
+        await asyncio.sleep(rest_s)  # the typist looks at the code before typing
         typed = 0  # characters of `body` typed so far
         for version, ch in enumerate(keystrokes(body, auto_indent), start=2):
             typed += len(ch)
@@ -268,6 +274,12 @@ async def main() -> None:
     ap.add_argument("--empty-body", default=None,
                     help="comma list of the emptyBody setting (code, any), each replayed per model, policy, "
                          "thread count, prefetch and cap; default: the server's only")
+    ap.add_argument("--rest", type=float, default=0.0,
+                    help="seconds the typist rests at each function's start (the cursor put there) before typing")
+    ap.add_argument("--prepare", default=None,
+                    help="comma list of off, on: whether the editor sends dllm/prepareCompletion where the cursor "
+                         "rests (at each function's start), each replayed per model, policy, thread count, "
+                         "prefetch, cap and empty-body policy; default: off")
     ap.add_argument("--functions", default=None,
                     help="comma list of module:qualified.name to type instead of the default three "
                          "(e.g. argparse:HelpFormatter._format_usage: code typed deep in a large module)")
@@ -289,9 +301,10 @@ async def main() -> None:
     functions = [resolve(f) for f in args.functions.split(",")] if args.functions else None
     caps = args.max_lines.split(",") if args.max_lines else [None]
     empty_bodies = args.empty_body.split(",") if args.empty_body else [None]
+    prepares = args.prepare.split(",") if args.prepare else [None]
     for model in args.models.split(","):
-        for policy, threads, prefetch, cap, empty_body in itertools.product(policies, thread_counts, prefetches,
-                                                                             caps, empty_bodies):
+        for policy, threads, prefetch, cap, empty_body, prepare in itertools.product(
+                policies, thread_counts, prefetches, caps, empty_bodies, prepares):
             settings = {"engine": {"model": model}}
             if args.max_passes:
                 settings["diffusion"] = {"maxPasses": args.max_passes}
@@ -307,10 +320,11 @@ async def main() -> None:
             name += f", prefetch {prefetch}" if prefetch else ""
             name += f", max lines {cap}" if cap else ""
             name += f", empty body {empty_body}" if empty_body else ""
+            name += f", prepare {prepare}" if prepare else ""
             name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
             typing[name] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000,
                                         args.pause_after, settings, server_env(threads), args.auto_indent,
-                                        functions)
+                                        functions, args.rest, prepare == "on")
     report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
               "cpu": cpu_name(), "interval_ms": args.interval_ms, "pause_ms": args.pause_ms,
               "pause_after": args.pause_after, "auto_indent": args.auto_indent,

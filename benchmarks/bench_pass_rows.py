@@ -7,7 +7,7 @@ rows cost, so the two together say whether a rule is faster, not only fewer pass
 Runs the engine's own model (its CPU weights) on the engine's thread (one OpenMP team, as
 serving does), a context of --context tokens of this repository's source, causal rows after it.
 
-    python benchmarks/bench_pass_rows.py [--threads 1] [--rows 1,2,3,4,5,6,8,12,16] [--repeats 40]
+    python benchmarks/bench_pass_rows.py [--threads 1] [--rows 1,2,3,4,5,6,8,12,16] [--repeats 40] [--weights auto]
 """
 
 from __future__ import annotations
@@ -61,9 +61,10 @@ def main() -> int:
     ap.add_argument("--context", type=int, default=400)
     ap.add_argument("--rows", default="1,2,3,4,5,6,8,12,16,24,32")
     ap.add_argument("--repeats", type=int, default=40)
+    ap.add_argument("--weights", default="auto", help="auto, native, int4 or int8 (EngineConfig.weights)")
     args = ap.parse_args()
     torch.set_num_threads(args.threads)
-    engine = Engine(EngineConfig(threads=args.threads))
+    engine = Engine(EngineConfig(threads=args.threads, weights=args.weights))
     try:
         ms = timings(engine, args.context, [int(r) for r in args.rows.split(",")], args.repeats)
     finally:

@@ -127,6 +127,17 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Te
         # expanding k/v to H heads (~15% of a canvas pass's attention on a CPU).
         out = F.scaled_dot_product_attention(q.reshape(b, hkv, (h // hkv) * s, d), k, v, attn_mask=mask)
         return out.view(b, h, s, d)
+    if h != hkv and q.device.type == "cpu" and mask.shape[1] == 1:
+        # A mask per query row (a decoding pass's held-out token and drafts, causal among
+        # themselves): fold the same way, each row's mask repeated for every query head of the
+        # group (the folded rows run head by head, then row). torch's CPU flash attention with
+        # enable_gqa took ~150 us a layer over 1,024 cached keys and 4 rows, folded ~100 us, the
+        # same numbers bit for bit (Sapphire Rapids, 2 threads; benchmarks/RESULTS.md). CUDA keeps
+        # enable_gqa: its kernels were not measured this way.
+        group = h // hkv
+        out = F.scaled_dot_product_attention(q.reshape(b, hkv, group * s, d), k, v,
+                                             attn_mask=mask.repeat(1, 1, group, 1))
+        return out.view(b, h, s, d)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=h != hkv)
 
 

@@ -136,3 +136,20 @@ def test_plain_causal_is_the_masked_causal_attention(heads, dtype):
     tol = 2e-2 if dtype == torch.bfloat16 else 1e-5
     torch.testing.assert_close(out.float(), _reference(q, k, v, causal), rtol=tol, atol=tol)
     torch.testing.assert_close(out.float(), masked.float(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float32])
+@pytest.mark.parametrize("kind", ["full", "additive"])
+def test_a_mask_per_row_folds_the_query_groups_without_changing_a_bit(dtype, kind):
+    """A decoding pass's rows each have their own mask (the held-out token and its drafts,
+    causal among themselves): ops folds each KV head's query group into the query axis with
+    the mask repeated per head, and must give exactly what SDPA's enable_gqa gives."""
+    b, h, hkv, s, t, d = 2, 6, 2, 4, 48, 16  # bucket lengths: no padding, only the fold
+    torch.manual_seed(2)
+    q, k, v = torch.randn(b, h, s, d).to(dtype), torch.randn(b, hkv, t, d).to(dtype), torch.randn(b, hkv, t, d).to(dtype)
+    mask = _masks(b, s, t)[kind]
+    mask = mask if mask.dtype == torch.bool else mask.to(dtype)
+    out = ops.attention(q, k, v, mask)
+    assert torch.equal(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True))
+    # the rows differ: a mask applied to the wrong row would not pass the line above
+    assert not torch.equal(mask[:, :, 0], mask[:, :, -1])

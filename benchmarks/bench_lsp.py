@@ -234,6 +234,7 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
         "superseded_cancelled_fraction": (sched["superseded_in_debounce"] + stats["engineCancelled"]) / superseded
         if superseded else None,
         "cache_hits": sched["cache_hits"],
+        "unsure_hidden": sched.get("unsure_hidden"),  # fills the engine ended unsure (lineMinTokenProb)
         "engine_requests": stats["engineRequests"],
         "max_rss_mb": stats["maxRssKb"] / 1024,
         "mean_pass_ms": (stats.get("engineHealth") or {}).get("mean_pass_ms"),
@@ -280,6 +281,9 @@ async def main() -> None:
                     help="comma list of off, on: whether the editor sends dllm/prepareCompletion where the cursor "
                          "rests (at each function's start), each replayed per model, policy, thread count, "
                          "prefetch, cap and empty-body policy; default: off")
+    ap.add_argument("--line-min-prob", default=None,
+                    help="comma list of the lineMinTokenProb setting (0: off), each replayed per model, policy, "
+                         "thread count, prefetch, cap, empty-body policy and prepare; default: the server's only")
     ap.add_argument("--functions", default=None,
                     help="comma list of module:qualified.name to type instead of the default three "
                          "(e.g. argparse:HelpFormatter._format_usage: code typed deep in a large module)")
@@ -302,9 +306,10 @@ async def main() -> None:
     caps = args.max_lines.split(",") if args.max_lines else [None]
     empty_bodies = args.empty_body.split(",") if args.empty_body else [None]
     prepares = args.prepare.split(",") if args.prepare else [None]
+    gates = args.line_min_prob.split(",") if args.line_min_prob else [None]
     for model in args.models.split(","):
-        for policy, threads, prefetch, cap, empty_body, prepare in itertools.product(
-                policies, thread_counts, prefetches, caps, empty_bodies, prepares):
+        for policy, threads, prefetch, cap, empty_body, prepare, gate in itertools.product(
+                policies, thread_counts, prefetches, caps, empty_bodies, prepares, gates):
             settings = {"engine": {"model": model}}
             if args.max_passes:
                 settings["diffusion"] = {"maxPasses": args.max_passes}
@@ -316,11 +321,14 @@ async def main() -> None:
                 settings["multilineMaxLines"] = int(cap)
             if empty_body:
                 settings["emptyBody"] = empty_body
+            if gate:
+                settings["lineMinTokenProb"] = float(gate)
             name = model + (f", multiline {policy}" if policy else "") + (f", threads {threads}" if threads else "")
             name += f", prefetch {prefetch}" if prefetch else ""
             name += f", max lines {cap}" if cap else ""
             name += f", empty body {empty_body}" if empty_body else ""
             name += f", prepare {prepare}" if prepare else ""
+            name += f", lineMinTokenProb {gate}" if gate else ""
             name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
             typing[name] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000,
                                         args.pause_after, settings, server_env(threads), args.auto_indent,

@@ -12,7 +12,7 @@ import logging
 from dataclasses import dataclass
 from typing import Any
 
-from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
+from dllm_engine.protocol import DiffusionParams, Hole, HoleResult, InfillRequest
 
 from ..syntax.context import (CompletionContext, ContextBudget, completion_context, opening_bans, range_context,
                               resting_context, under_policy, with_snippets)
@@ -72,8 +72,10 @@ def syntax_tree(doc: Document) -> Any:
     return doc.tree.tree if doc.tree is not None else None
 
 
-def plan_completion(doc: Document, offset: int, options: ServerOptions, open_documents: dict[str, str]) -> Plan | None:
-    """What to ask the engine for at `offset`, or None when no completion belongs here (logged)."""
+def plan_completion(doc: Document, offset: int, options: ServerOptions, open_documents: dict[str, str],
+                    invoked: bool = False) -> Plan | None:
+    """What to ask the engine for at `offset`, or None when no completion belongs here (logged).
+    `invoked`: the user asked for it (no unsure gate: options.line_min_token_prob)."""
     tree = syntax_tree(doc)
     ctx = completion_context(doc.text, offset, doc.syntax_language, budget(options), tree=tree,
                              open_documents={u: t for u, t in open_documents.items() if u != doc.uri})
@@ -88,6 +90,8 @@ def plan_completion(doc: Document, offset: int, options: ServerOptions, open_doc
     bans = opening_bans(ctx, doc.syntax_language, options.empty_body)
     if bans:  # code first at an empty body: the engine never commits a comment or docstring there
         hole = dataclasses.replace(hole, banned_starts=bans)
+    if ctx.kind == "line" and options.line_min_token_prob and not invoked:  # the unsure gate (shape_fill)
+        hole = dataclasses.replace(hole, min_token_prob=options.line_min_token_prob)
     return Plan(doc.uri, doc.version, doc.text, offset, ctx, doc.syntax_language, tree, hole)
 
 
@@ -148,6 +152,15 @@ def request_for(holes: list[Hole], options: ServerOptions, priority: str = "inte
     if len(holes) * p.candidates > 256:  # the engine's fills per request: many holes fill once each
         p = dataclasses.replace(p, candidates=max(1, 256 // len(holes)))
     return InfillRequest(holes=holes, params=p, priority=priority)  # type: ignore[arg-type]
+
+
+def shape_fill(plan: Plan, fill: HoleResult) -> Suggestion | None:
+    """The suggestion an engine's fill makes, or None. A fill the engine ended unsure (the
+    hole's min_token_prob) is not shown: what came before the unsure token is a guess too."""
+    if fill.finish_reason == "unsure":
+        log.debug("unsure fill not shown: %r", fill.text[:80])
+        return None
+    return shape(plan, fill.text)
 
 
 def shape(plan: Plan, completion: str) -> Suggestion | None:

@@ -110,7 +110,7 @@ class NextLinePrefetch:
             self.cancel(uri)
 
     async def _fill(self, ahead: "Document", offset: int) -> None:
-        from .infill import plan_completion, request_for, shape
+        from .infill import plan_completion, request_for, shape_fill
 
         ls = self.ls
         plan = plan_completion(ahead, offset, ls.options, ls.documents.texts())
@@ -120,7 +120,7 @@ class NextLinePrefetch:
         result = await ls.engine.infill(request_for([plan.hole], ls.options, priority="batch"), background=True)
         if result is None or not result.holes:
             return  # no answer (the engine loading, failing or busy): the request there asks again
-        suggestion = shape(plan, result.holes[0].text)
+        suggestion = shape_fill(plan, result.holes[0])
         if suggestion is None:
             # Kept as an empty entry: the request there answers "nothing" at once instead of
             # filling the same hole again for the same nothing.

@@ -32,6 +32,7 @@ class SchedulerStats:
     superseded_in_engine: int = 0  # of which were cancelled while the engine worked on them
     client_cancelled: int = 0  # $/cancelRequest
     cache_hits: int = 0
+    unsure_hidden: int = 0  # fills the engine ended unsure (Hole.min_token_prob), not shown
 
     def to_json(self) -> dict[str, int]:
         return asdict(self)

@@ -32,7 +32,7 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
     `invoked`: the user asked for it explicitly (best of N, options.diffusion.invoked_candidates)."""
     arrived = time.perf_counter()
     # The syntax layer loads after `initialize` (server.preload), not on the way to it.
-    from .infill import Suggestion, language_enabled, plan_completion, request_for, shape
+    from .infill import Suggestion, language_enabled, plan_completion, request_for, shape_fill
 
     opts = ls.options
     if not opts.enable or not ls.engine.enabled:
@@ -71,7 +71,7 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
     # so "no completion" answers do not wait for the debounce.
     index = doc.index
     try:
-        plan = plan_completion(doc, offset, opts, ls.documents.texts())
+        plan = plan_completion(doc, offset, opts, ls.documents.texts(), invoked=invoked)
     except Exception:  # a bug in context extraction must cost one suggestion, not the server
         log.exception("context extraction failed at %s:%d", uri, offset)
         plan = None
@@ -96,9 +96,12 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
             "engineMs": result.elapsed_ms, "queuedMs": result.queued_ms, "passes": result.passes,
             "contextTokens": result.context_tokens, "cachedTokens": result.cached_tokens,
             # The hole's windows in characters (never its text): where a cache miss came from.
-            "prefixChars": len(plan.hole.prefix), "suffixChars": len(plan.hole.suffix), "offset": offset})
+            "prefixChars": len(plan.hole.prefix), "suffixChars": len(plan.hole.suffix), "offset": offset,
+            "unsure": result.holes[0].finish_reason == "unsure"})
+        if result.holes[0].finish_reason == "unsure":
+            ls.scheduler.stats.unsure_hidden += 1
         try:
-            suggestion = shape(plan, result.holes[0].text)
+            suggestion = shape_fill(plan, result.holes[0])
         except Exception:
             log.exception("shaping failed for %r", result.holes[0].text[:80])
             return None

@@ -38,6 +38,9 @@ class PassOutput:
     confidence: torch.Tensor  # [B, L] (-inf where nothing may be committed)
     commit: torch.Tensor  # [B, L] bool
     token_prob: torch.Tensor  # [B, L] probability of the current canvas token (for re-masking)
+    # [B, L] probability of `tokens` at the masked slots (0 elsewhere), whatever the confidence
+    # kind: Hole.min_token_prob's rule (unsure_stop.py) reads it for the slots committed.
+    picked_prob: torch.Tensor | None = None
 
 
 def end_allowed(canvas: torch.Tensor, valid: torch.Tensor, special: SpecialIds) -> torch.Tensor:
@@ -99,6 +102,7 @@ def denoise_pass(
     rb, rl = masked.nonzero(as_tuple=True)  # row-major: each canvas's slots in order
     tokens = canvas.clone()
     conf = torch.full((b, length), float("-inf"), device=logits.device)
+    picked_prob = torch.zeros((b, length), device=logits.device)
     if rb.numel():
         sub = (logits if compact else logits[rb, rl]).float() / temp[rb, None]  # [M, V]
         if special.banned:
@@ -119,8 +123,9 @@ def denoise_pass(
                 if len(set(confidence_kind)) > 1 else kinds[confidence_kind[0]]
             tokens[rb, rl] = stats.token
             conf[rb, rl] = score.float()
+            picked_prob[rb, rl] = stats.prob.float()  # greedy only here: the picked token is the likeliest
         else:
-            _torch_stats(sub, rb, rl, tokens, conf, temperature, top_p, confidence_kind, generators)
+            _torch_stats(sub, rb, rl, tokens, conf, picked_prob, temperature, top_p, confidence_kind, generators)
     else:
         fused = kernels.use_triton(logits, force)
 
@@ -128,16 +133,17 @@ def denoise_pass(
     if fused:
         thr = torch.where(threshold < 1.0, threshold, torch.full_like(threshold, float("inf")))
         commit = kernels.commit_mask(masked, conf, thr, force="triton")
-        return PassOutput(tokens=tokens, confidence=conf, commit=commit, token_prob=token_prob)
+        return PassOutput(tokens=tokens, confidence=conf, commit=commit, token_prob=token_prob, picked_prob=picked_prob)
     commit = masked & (conf >= threshold[:, None]) & (threshold[:, None] < 1.0)
     forced = conf.argmax(-1)
     has_masked = masked.any(-1)
     commit[torch.arange(b, device=commit.device)[has_masked], forced[has_masked]] = True
-    return PassOutput(tokens=tokens, confidence=conf, commit=commit, token_prob=token_prob)
+    return PassOutput(tokens=tokens, confidence=conf, commit=commit, token_prob=token_prob, picked_prob=picked_prob)
 
 
-def _torch_stats(sub, rb, rl, tokens, conf, temperature, top_p, confidence_kind, generators) -> None:
-    """Tokens and confidences of the masked slots `sub` [M, V] (rows rb, slots rl), in place."""
+def _torch_stats(sub, rb, rl, tokens, conf, picked_prob, temperature, top_p, confidence_kind, generators) -> None:
+    """Tokens, confidences and the picked tokens' probabilities of the masked slots `sub`
+    [M, V] (rows rb, slots rl), in place."""
     b = len(temperature)
     lse = sub.logsumexp(-1)  # [M]
     picked = sub.argmax(-1)
@@ -149,7 +155,9 @@ def _torch_stats(sub, rb, rl, tokens, conf, temperature, top_p, confidence_kind,
     # Every kind is scaled to (0, 1] so one threshold means the same for all:
     # entropy as exp(-H), 1 for a certain slot.
     kind = [confidence_kind[row] for row in rb.tolist()]
-    score = (sub.gather(-1, picked[:, None]).squeeze(-1) - lse).exp()  # max_prob: the picked token's
+    prob = (sub.gather(-1, picked[:, None]).squeeze(-1) - lse).exp()
+    picked_prob[rb, rl] = prob
+    score = prob.clone()  # max_prob: the picked token's (the kinds below change it in place)
     if "margin" in kind:
         top2 = (sub.topk(2, dim=-1).values - lse[:, None]).exp()
         use = torch.tensor([k == "margin" for k in kind], device=sub.device)

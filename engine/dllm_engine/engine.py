@@ -58,6 +58,7 @@ from .scoring import score_span
 from .families.defaults import DEFAULTS, defaults_for
 from .families.family_runner import make_runner
 from .scheduler import ActiveHole, RequestState, Scheduler
+from .unsure_stop import unsure_slot
 from .start_ban import StartBans, starts_banned
 
 log = logging.getLogger("dllm_engine")
@@ -628,8 +629,9 @@ class Engine:
                                   for a, p in zip(active, params)], device=self.runner.device)
         commit = out.commit | (masked & last_pass[:, None])  # the pass cap commits what is left
         new_canvases = torch.where(commit, out.tokens, canvases)
+        committed_prob = out.picked_prob
         if drafts is not None:
-            self._accept_drafts(drafts, draft_logits, checked, window, commit, new_canvases, active)
+            self._accept_drafts(drafts, draft_logits, checked, window, commit, new_canvases, active, committed_prob)
         if probes is not None:
             self._keep_row_drafts(active, probes, probe_logits, new_canvases)
         if head_rows is not None and head_rows[1] is not None:
@@ -648,6 +650,9 @@ class Engine:
                 went_in_committed = fresh[row, :n] & ~masked[row, :n]
                 a.frozen = went_in_committed if a.frozen is None else a.frozen | went_in_committed
             a.canvas = self.runner.edit_canvas(new_canvases[row, :n].clone(), commit[row, :n], a.max_tokens)
+            if self._unsure(a, commit[row, :n], committed_prob[row, :n]):
+                finished.append((a, "unsure"))
+                continue
             if a.remask_budget > 0 and window is None:  # a finished block is final (and may be in the context)
                 remask(a, self.special, out.token_prob[row], commit[row])
             reason = advance(a, self.special) or self._stop_rule(a) or ("cancelled" if outlasted(a) else None)
@@ -663,10 +668,29 @@ class Engine:
                 self._emit_settled(a)
         return finished
 
-    def _accept_drafts(self, drafts, draft_logits, checked, window, commit, new_canvases, active) -> None:
+    def _unsure(self, a: ActiveHole, committed: torch.Tensor, probs: torch.Tensor) -> bool:
+        """Hole.min_token_prob (unsure_stop.py): when this pass committed a token of the fill
+        under it, end the canvas before that token and say so."""
+        floor = a.state.request.holes[a.index].min_token_prob
+        if floor is None or a.canvas.numel() != committed.numel():  # (a length-editing family: no slot map)
+            return False
+        ends = torch.zeros_like(committed)
+        for end_id in self.special.end:
+            ends |= a.canvas == end_id
+        if a.stop_ids is not None:  # as advance() reads them: slot 0 of a healed hole by its own table
+            ends |= a.stop_ids[a.canvas.clamp(min=0)] & (a.canvas != self.special.mask)
+            if a.first_stop_ids is not None and a.canvas.numel():
+                ends[0] = bool(a.first_stop_ids[a.canvas[0].clamp(min=0)]) and int(a.canvas[0]) != self.special.mask
+        slot = unsure_slot(committed, probs, ends, floor)
+        if slot is None:
+            return False
+        a.canvas[slot:] = self.special.end[0]  # the fill's text is what came before it (fill_tokens)
+        return True
+
+    def _accept_drafts(self, drafts, draft_logits, checked, window, commit, new_canvases, active, probs) -> None:
         """Commit, after each canvas's current slot, the model's greedy tokens (a sampling
         canvas's draws) for as long as the draft agreed with them (drafting.accepted_run), in
-        place in `commit` / `new_canvases`.
+        place in `commit` / `new_canvases`, with their probabilities under the model in `probs`.
         Slot c + j + 1's logits came from the row holding draft token j, so they hold only
         while every draft token before them matched the model's choice."""
         sub = draft_logits.float()
@@ -683,6 +707,7 @@ class Engine:
                 if sel.numel():
                     logp = (sub[sel] / a.temperature).log_softmax(-1)
                     picks[sel.to(picks.device)] = sample_tokens(logp, a.temperature, a.params.top_p, a.generator)
+        picked_prob = (sub.gather(-1, picks[:, None]).squeeze(-1) - sub.logsumexp(-1)).exp()
         picks = picks.tolist()
         current = window.float().argmax(-1).tolist()
         drafted = (drafts >= 0).sum(-1).tolist()
@@ -702,6 +727,7 @@ class Engine:
             if n > 1:
                 new_canvases[row, c + 1:c + n] = torch.tensor(model[1:n], device=new_canvases.device)
                 commit[row, c + 1:c + n] = True
+                probs[row, c + 1:c + n] = picked_prob[at - k:at - k + n - 1]
 
     def _keep_row_drafts(self, active, probes, probe_logits, new_canvases) -> None:
         """Each canvas's draft rows' greedy guesses become its next pass's draft, when the

@@ -77,6 +77,7 @@ class HoleBody(_Body):
     stop_repeats: bool = Hole.stop_repeats
     max_lines: int | None = Field(Hole.max_lines, ge=1, le=1024)
     banned_starts: list[BannedStart] = Field(default_factory=list, max_length=32)
+    min_token_prob: float | None = Field(Hole.min_token_prob, gt=0.0, lt=1.0)
 
     def build(self) -> Hole:
         return Hole(**self.model_dump())

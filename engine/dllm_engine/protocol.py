@@ -19,7 +19,7 @@ from typing import Any, Literal
 Confidence = Literal["max_prob", "margin", "neg_entropy"]
 CanvasCache = Literal["exact", "delayed"]
 Priority = Literal["interactive", "batch"]
-FinishReason = Literal["end", "max_tokens", "cancelled", "deadline", "error"]
+FinishReason = Literal["end", "max_tokens", "cancelled", "deadline", "error", "unsure"]
 
 CONFIDENCE_KINDS: tuple[str, ...] = ("max_prob", "margin", "neg_entropy")
 CANVAS_CACHES: tuple[str, ...] = ("exact", "delayed")
@@ -121,6 +121,11 @@ class Hole:
     # language server bans a docstring's quotes at a new function's empty body, so the model
     # writes the code instead. A banned token is never committed there, not cut afterwards.
     banned_starts: tuple[str, ...] = ()
+    # The fill ends, finish reason "unsure", at the first token of it the model chose with a
+    # probability below this (unsure_stop.py); its text is what came before that token. The
+    # language server asks it of typing-triggered single-line suggestions and shows nothing for
+    # an unsure fill: on held-out lines, wrong suggestions were the low-probability ones.
+    min_token_prob: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("stop", "banned_starts"):
@@ -148,6 +153,9 @@ class Hole:
                                 f"not blank, got {self.banned_starts!r:.80}")
         if not isinstance(self.stop_repeats, bool):
             raise ProtocolError(f"stop_repeats must be true or false, got {self.stop_repeats!r:.40}")
+        if self.min_token_prob is not None and (not _is_number(self.min_token_prob)
+                                                or not (0.0 < self.min_token_prob < 1.0)):
+            raise ProtocolError(f"min_token_prob must be a number in (0, 1), got {self.min_token_prob!r:.40}")
 
 
 def validate_scheduling(priority: object, deadline_s: object) -> None:
@@ -277,6 +285,11 @@ MASK_GLYPH = "\u2591"  # light shade: how a still-masked slot is shown in a stre
 
 def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    """A real number (not a bool, not NaN: NaN fails every range check silently)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and value == value
 
 
 def _build(cls: type, data: Any, what: str):

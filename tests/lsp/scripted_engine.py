@@ -44,11 +44,17 @@ class ScriptedEngine:
     def fill(self, prefix: str) -> str:
         return next((text for key, text in self.rules if prefix.endswith(key)), "")
 
+    def _fill_hole(self, hole) -> HoleResult:
+        """A hole whose min_token_prob is above `prob` ends unsure half-way, as the engine's does."""
+        text = self.fill(hole.prefix)
+        if hole.min_token_prob is not None and self.prob < hole.min_token_prob:
+            return HoleResult(text[: len(text) // 2], "unsure", 1, 1)
+        return HoleResult(text, "end", 1, 1)
+
     def submit(self, request, on_event=None, on_settled=None):
         self.infill_requests.append(request)
         future: Future = Future()
-        result = InfillResult(request.request_id, [HoleResult(self.fill(h.prefix), "end", 1, 1)
-                                                   for h in request.holes], self.model_name, 1.0)
+        result = InfillResult(request.request_id, [self._fill_hole(h) for h in request.holes], self.model_name, 1.0)
         delay = max((d for key, d in self.delays.items() if any(h.prefix.endswith(key) for h in request.holes)),
                     default=0.0)
         timer = threading.Timer(delay, lambda: future.done() or future.set_result(result))

@@ -18,6 +18,7 @@ export interface InitializationOptions {
   emptyBody: unknown;
   prefetchNextLine: unknown;
   prepareAtCursor: unknown;
+  lineMinTokenProb: unknown;
   completion: unknown;
   diagnostics: unknown;
   context: Record<string, unknown>;
@@ -51,6 +52,7 @@ export function initializationOptions(get: SettingGetter): InitializationOptions
     emptyBody: get("emptyBody"),
     prefetchNextLine: get("prefetchNextLine"),
     prepareAtCursor: get("prepareAtCursor"),
+    lineMinTokenProb: get("lineMinTokenProb"),
     completion: get("completion"),
     diagnostics: get("diagnostics"),
     context: pick(get, "context", ["prefixTokens", "suffixTokens", "snippetTokens"]),

@@ -3,8 +3,9 @@
 Why: a small base's wrong suggestions are mostly the ones it was unsure of somewhere. On 300
 held-out mid-line holes of this repository's own source (the default model, greedy), the
 smallest probability of a fill's tokens told right fills from wrong ones with an AUC of 0.90;
-hiding the fills with a token under 0.15 hid 86 of the 237 wrong ones and 1 of the 60 right
-ones (benchmarks/RESULTS.md, twenty-first session). A fill that will be hidden need not be
+with the shipped decoding, ending the fills with a token under 0.15 hid 54 of 119 wrong
+mid-line suggestions and 1 of 31 right ones, and 59 of 129 wrong whole lines and none of the 9
+right ones (benchmarks/bench_unsure_gate.py; RESULTS.md, twenty-first session). A fill that will be hidden need not be
 finished: it ends at the pass that commits that token, so its remaining passes are never run.
 
 The slot counted is any slot committed this pass up to and including the fill's end (the end

@@ -15,7 +15,8 @@ loop stop), `max_lines` (those and the line cap, `--max-lines`, as the language 
 or docstring first), `no_docstring` (the quotes banned, comments not).
 
     python benchmarks/bench_block_stop.py [--kind block|body] [--holes 24] [--threads 2] [--seed 0]
-        [--arms free,stop_indent,stop_repeats,max_lines,code_first,no_docstring] [--max-lines 4]
+        [--arms free,stop_indent,stop_repeats,max_lines,code_first,no_docstring,unsure_hide=F,unsure_lines=F]
+        [--max-lines 4]
 """
 
 from __future__ import annotations
@@ -142,12 +143,17 @@ def main() -> int:
     try:
         for prefix, suffix, indent, real in holes:
             for arm in arms:
-                cap = args.max_lines if arm in ("max_lines", *bans) else None
+                # `unsure_hide=F` / `unsure_lines=F`: code_first with Hole.min_token_prob F; an unsure
+                # fill shows nothing / its complete lines before the unsure token
+                gate, _, floor = arm.partition("=")
+                rules = "code_first" if floor else arm
+                cap = args.max_lines if rules in ("max_lines", *bans) else None
                 req = InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=max_tokens,
-                                                stop_indent=None if arm == "free" else indent,
-                                                stop_repeats=arm in ("stop_repeats", "max_lines", *bans),
+                                                stop_indent=None if rules == "free" else indent,
+                                                stop_repeats=rules in ("stop_repeats", "max_lines", *bans),
                                                 max_lines=cap,
-                                                banned_starts=bans.get(arm, ()))])
+                                                banned_starts=bans.get(rules, ()),
+                                                min_token_prob=float(floor) if floor else None)])
                 engine.infill(req)  # the context cached, as on a keystroke
                 t0 = time.perf_counter()
                 h = engine.infill(req).holes[0]
@@ -155,7 +161,10 @@ def main() -> int:
                 s["ms"].append((time.perf_counter() - t0) * 1000)
                 s["passes"] += h.passes
                 s["tokens"] += h.tokens
-                s["texts"].append(kept := kept_text(h.text, indent, typed_indent(prefix), cap))
+                text = h.text
+                if h.finish_reason == "unsure":
+                    text = "" if gate == "unsure_hide" else text[: text.rfind("\n") + 1].rstrip("\n")
+                s["texts"].append(kept := kept_text(text, indent, typed_indent(prefix), cap))
                 s["kept"] += len(engine.tokenizer.encode(kept))
                 if args.dump:
                     with open(args.dump, "a", encoding="utf-8") as out:

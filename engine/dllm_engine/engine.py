@@ -707,7 +707,9 @@ class Engine:
                 if sel.numel():
                     logp = (sub[sel] / a.temperature).log_softmax(-1)
                     picks[sel.to(picks.device)] = sample_tokens(logp, a.temperature, a.params.top_p, a.generator)
-        picked_prob = (sub.gather(-1, picks[:, None]).squeeze(-1) - sub.logsumexp(-1)).exp()
+        # The drafted tokens' probabilities, for Hole.min_token_prob only (a softmax over the vocabulary a row)
+        gated = any(a.state.request.holes[a.index].min_token_prob is not None for a in active)
+        picked_prob = (sub.gather(-1, picks[:, None]).squeeze(-1) - sub.logsumexp(-1)).exp() if gated else None
         picks = picks.tolist()
         current = window.float().argmax(-1).tolist()
         drafted = (drafts >= 0).sum(-1).tolist()
@@ -727,7 +729,8 @@ class Engine:
             if n > 1:
                 new_canvases[row, c + 1:c + n] = torch.tensor(model[1:n], device=new_canvases.device)
                 commit[row, c + 1:c + n] = True
-                probs[row, c + 1:c + n] = picked_prob[at - k:at - k + n - 1]
+                if picked_prob is not None:
+                    probs[row, c + 1:c + n] = picked_prob[at - k:at - k + n - 1]
 
     def _keep_row_drafts(self, active, probes, probe_logits, new_canvases) -> None:
         """Each canvas's draft rows' greedy guesses become its next pass's draft, when the

@@ -16,9 +16,7 @@ from .tokenizer import TextTokenizer
 def advance(a: ActiveHole, special: SpecialIds) -> str | None:
     """End at the first end token, grow a full canvas, or keep going. Returns a finish reason."""
     if a.stop_ids is not None:
-        stops = a.stop_ids[a.canvas.clamp(min=0)] & (a.canvas != special.mask)
-        if a.first_stop_ids is not None and a.canvas.numel():  # slot 0 of a healed hole
-            stops[0] = bool(a.first_stop_ids[a.canvas[0].clamp(min=0)]) and int(a.canvas[0]) != special.mask
+        stops = stop_slots(a, special)
         if stops.any():
             # Nothing after a committed stop token is part of the fill: end the canvas there.
             a.canvas[int(stops.nonzero()[0]) + 1:] = special.end[0]
@@ -43,6 +41,15 @@ def advance(a: ActiveHole, special: SpecialIds) -> str | None:
     tail = torch.full((grow,), special.mask, dtype=a.canvas.dtype, device=a.canvas.device)
     a.canvas = torch.cat((a.canvas, tail))
     return None
+
+
+def stop_slots(a: ActiveHole, special: SpecialIds) -> torch.Tensor:
+    """bool [L]: the committed slots holding a stop token (slot 0 of a healed hole by its own
+    table: the backed-up text is not the fill's). Needs `a.stop_ids`."""
+    stops = a.stop_ids[a.canvas.clamp(min=0)] & (a.canvas != special.mask)
+    if a.first_stop_ids is not None and a.canvas.numel():
+        stops[0] = bool(a.first_stop_ids[a.canvas[0].clamp(min=0)]) and int(a.canvas[0]) != special.mask
+    return stops
 
 
 def forget_rewritten(a: ActiveHole, before: torch.Tensor) -> None:

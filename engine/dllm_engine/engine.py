@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .candidates import branch_text, choose, expand, outlasted, sampling_for
-from .canvas_rules import advance, fill_tokens, forget_rewritten, remask, stop_token_mask
+from .canvas_rules import advance, fill_tokens, forget_rewritten, remask, stop_slots, stop_token_mask
 from .checkpoint import LoadedModel, load
 from .context_cache import context_budget_bytes
 from .denoise import SpecialIds, denoise_pass, sample_tokens
@@ -677,10 +677,8 @@ class Engine:
         ends = torch.zeros_like(committed)
         for end_id in self.special.end:
             ends |= a.canvas == end_id
-        if a.stop_ids is not None:  # as advance() reads them: slot 0 of a healed hole by its own table
-            ends |= a.stop_ids[a.canvas.clamp(min=0)] & (a.canvas != self.special.mask)
-            if a.first_stop_ids is not None and a.canvas.numel():
-                ends[0] = bool(a.first_stop_ids[a.canvas[0].clamp(min=0)]) and int(a.canvas[0]) != self.special.mask
+        if a.stop_ids is not None:  # as advance() reads them
+            ends |= stop_slots(a, self.special)
         slot = unsure_slot(committed, probs, ends, floor)
         if slot is None:
             return False

@@ -56,12 +56,13 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
         doc = ls.documents.get(uri)
         if doc is None or doc.text != text:
             return None  # the document changed while waiting: the client asks again
-    cached = ls.cache.get(uri, doc.text, offset)
+    # An explicit request is not answered "nothing" by a guess made for an automatic one.
+    cached = ls.cache.get(uri, doc.text, offset, empty=not invoked)
     if cached is not None:
         ls.scheduler.supersede(key)  # the user moved on from whatever was pending
         ls.scheduler.stats.cache_hits += 1
         if not cached.text:
-            return None  # a prefetch found nothing to suggest at this very place
+            return None  # a prefetch found nothing here, or a line's suggestion was typed to its end
         end = min(len(doc.text), offset + cached.replace_chars)
         found = Suggestion(cached.text, offset, end)
         ls.prefetch.after(doc, doc.text, found)  # the line after this one (no-op when known)

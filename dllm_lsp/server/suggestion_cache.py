@@ -5,6 +5,12 @@ the rest of it is still the right suggestion. An entry remembers the text
 around the position where the suggestion was made; a later request matches
 when the text before the cursor is that same text followed by a prefix of the
 suggestion, and the text after the cursor is unchanged.
+
+A suggestion that ran to its line's end and was typed (or accepted) all the way answers
+"nothing" at that end: the fill ended the line there, and the user's next key is Enter. The
+editor asks there at once (VS Code re-triggers after an accept; Neovim after its debounce, as
+soon as the user pauses before Enter), and sending that request to the engine would cancel
+the next line's prefetch (prefetch.py) the user is about to need.
 """
 
 from __future__ import annotations
@@ -48,18 +54,21 @@ class SuggestionCache:
         while len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
 
-    def get(self, uri: str, text: str, offset: int) -> CachedSuggestion | None:
+    def get(self, uri: str, text: str, offset: int, empty: bool = True) -> CachedSuggestion | None:
         """The rest of a cached suggestion the user is typing through, or None; an empty text is
-        a prefetch that found nothing to suggest here."""
+        a prefetch that found nothing to suggest here, or a line's suggestion typed to its end.
+        `empty=False` (the user asked explicitly): only a suggestion answers, never "nothing"."""
         found = self._find(uri, text, offset)
         if found is None:
             return None
         key, entry, typed = found
+        rest = entry.suggestion.text[typed:]
+        if not rest and not empty:
+            return None
         self._entries.move_to_end(key)
         if entry.suggestion.prefetched and typed == 0:
             self.prefetch_served += 1
-        return CachedSuggestion(entry.suggestion.text[typed:], entry.suggestion.replace_chars,
-                                entry.suggestion.prefetched)
+        return CachedSuggestion(rest, entry.suggestion.replace_chars, entry.suggestion.prefetched)
 
     def has(self, uri: str, text: str, offset: int) -> bool:
         """Whether `get` would answer here (counting nothing, reordering nothing)."""
@@ -72,8 +81,10 @@ class SuggestionCache:
             if entry.uri != uri or entry.after != after:
                 continue
             typed = self._typed(entry, text, offset)
-            if typed is None or (entry.suggestion.text and typed == len(entry.suggestion.text)):
-                continue  # not this place, or typed all of it: nothing left to suggest
+            if typed is None:
+                continue  # not this place
+            if entry.suggestion.text and typed == len(entry.suggestion.text) and not _at_line_end(after):
+                continue  # typed all of a mid-line suggestion: what follows it is a new question
             return key, entry, typed
         return None
 
@@ -95,3 +106,7 @@ class SuggestionCache:
         else:
             for key in [k for k in self._entries if k[0] == uri]:
                 del self._entries[key]
+
+
+def _at_line_end(after: str) -> bool:
+    return after == "" or after.startswith(("\n", "\r"))

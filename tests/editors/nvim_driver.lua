@@ -54,6 +54,13 @@ local co = coroutine.create(function()
       result.line_after_accept = vim.api.nvim_get_current_line()
       result.cursor_after_accept = vim.api.nvim_win_get_cursor(0)
       result.buffer_after_accept = lines()
+      -- DLLM_ENTER_PAUSE_MS: a person's pause between <Tab> and <CR>, longer than the plugin's
+      -- debounce, so the plugin asks at the end of the accepted line before Enter.
+      local pause_ms = tonumber(env.DLLM_ENTER_PAUSE_MS or "0")
+      if pause_ms > 0 then
+        local resume_at = uv.now() + pause_ms
+        wait_for(function() return uv.now() >= resume_at end, pause_ms + 1000)
+      end
       -- A new line, its automatic ghost dismissed, then the suggest key: an explicit request.
       vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<CR>", true, false, true), "n", false)
       -- The line Enter made (the editor's own indentation), and with DLLM_AFTER_ENTER_MS the

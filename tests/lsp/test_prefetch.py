@@ -111,6 +111,43 @@ async def test_enter_before_the_prefetch_finished_waits_for_it(client, scripted)
     assert stats["served"] == 1 and stats["cancelled"] == 0
 
 
+async def test_a_request_at_the_end_of_the_accepted_line_leaves_the_prefetch_running(client, scripted):
+    """The editor asks again right after an accept (VS Code at once, Neovim once the user pauses
+    before Enter): the suggestion ran to its line's end, so the answer there is "nothing more on
+    this line" from the cache, not a fill that would cancel the next line's prefetch."""
+    scripted.engine.delays = {NEXT_PLACE: 1.5}
+    await ready(client, scripted)
+    await inline(client, URI, 3, 8)
+    await wait_for(lambda: len(by_priority(scripted, "batch")) == 1, 10, "the prefetch's engine request")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=pos(3, 8), end=pos(3, 8)), text="s += x")]))
+    assert not (await inline(client, URI, 3, 14)).items
+    assert (await prefetch_stats(client))["cancelled"] == 0
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=3),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=pos(3, 14), end=pos(3, 14)), text="\n        ")]))
+    assert [i.insert_text for i in (await inline(client, URI, 4, 8)).items] == ["print(s)"]
+    stats = await prefetch_stats(client)
+    assert stats["served"] == 1 and stats["cancelled"] == 0, stats
+    assert len(by_priority(scripted, "interactive")) == 1  # the shown suggestion's fill, nothing since
+
+
+async def test_an_explicit_request_at_the_end_of_the_accepted_line_asks_the_engine(client, scripted):
+    await ready(client, scripted)
+    await inline(client, URI, 3, 8)
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=pos(3, 8), end=pos(3, 8)), text="s += x")]))
+    await client.text_document_inline_completion_async(types.InlineCompletionParams(
+        text_document=types.TextDocumentIdentifier(uri=URI), position=pos(3, 14),
+        context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))
+    assert len(by_priority(scripted, "interactive")) == 2  # the user asked: not answered from the cache
+
+
 async def test_a_prefetch_that_found_nothing_answers_nothing_without_the_engine(client, scripted):
     scripted.engine.rules = [(NEXT_PLACE, ""), ("        ", "s += x")]
     await ready(client, scripted)

@@ -226,7 +226,25 @@ def test_a_prefetched_entry_is_counted_once_when_served_at_its_place():
     typed = text[:24] + "ret" + text[24:]
     assert cache.get("u", typed, 27).text == "urn y" and cache.prefetch_served == 1  # typing through it
     whole = text[:24] + "return y" + text[24:]
-    assert not cache.has("u", whole, 32) and cache.get("u", whole, 32) is None  # all of it typed
+    # Typed to its line's end: "nothing more on this line" for an automatic request (Enter comes
+    # next), no answer at all for an explicit one (the engine is asked).
+    assert cache.get("u", whole, 32, empty=False) is None
+    assert cache.get("u", whole, 32) == CachedSuggestion("", 0, True) and cache.prefetch_served == 1
+
+
+def test_a_suggestion_typed_all_the_way_answers_nothing_only_at_a_line_end():
+    cache = SuggestionCache()
+    text = "print()\r\nx = \r\n"
+    cache.put("u", text, 6, CachedSuggestion("a, b", 0))  # mid-line: ")" follows
+    cache.put("u", text, 13, CachedSuggestion("1", 0))  # before a CRLF line end
+    assert cache.get("u", text[:6] + "a," + text[6:], 8) == CachedSuggestion(" b", 0)
+    mid = text[:6] + "a, b" + text[6:]
+    assert not cache.has("u", mid, 10) and cache.get("u", mid, 10) is None  # what follows "b" is a new question
+    end = text[:13] + "1" + text[13:]
+    assert cache.get("u", end, 14) == CachedSuggestion("", 0)
+    at_eof = "x = "
+    cache.put("u", at_eof, 4, CachedSuggestion("2", 0))
+    assert cache.get("u", at_eof + "2", 5) == CachedSuggestion("", 0)
 
 
 def test_an_edited_document_is_detached_from_the_store():

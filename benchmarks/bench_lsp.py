@@ -28,6 +28,7 @@ prefix window's start, which the default three, mostly docstrings, never do).
     python benchmarks/bench_lsp.py --skip-startup --auto-indent --prefetch off,on   # the next line's prefetch
     python benchmarks/bench_lsp.py --skip-startup --threads all --empty-body any,code   # code first at an empty body
     python benchmarks/bench_lsp.py --skip-startup --threads all --rest 1 --prepare off,on   # the context prepared at rest
+    python benchmarks/bench_lsp.py --skip-startup --threads all --multiline-min-prob 0,0.15   # the multi-line gate
 """
 
 from __future__ import annotations
@@ -234,7 +235,8 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
         "superseded_cancelled_fraction": (sched["superseded_in_debounce"] + stats["engineCancelled"]) / superseded
         if superseded else None,
         "cache_hits": sched["cache_hits"],
-        "unsure_hidden": sched.get("unsure_hidden"),  # fills the engine ended unsure (lineMinTokenProb)
+        "unsure_hidden": sched.get("unsure_hidden"),  # fills the engine ended unsure, nothing shown
+        "unsure_cut": sched.get("unsure_cut"),  # multi-line ones shown up to their last complete line
         "engine_requests": stats["engineRequests"],
         "max_rss_mb": stats["maxRssKb"] / 1024,
         "mean_pass_ms": (stats.get("engineHealth") or {}).get("mean_pass_ms"),
@@ -284,6 +286,10 @@ async def main() -> None:
     ap.add_argument("--line-min-prob", default=None,
                     help="comma list of the lineMinTokenProb setting (0: off), each replayed per model, policy, "
                          "thread count, prefetch, cap, empty-body policy and prepare; default: the server's only")
+    ap.add_argument("--multiline-min-prob", default=None,
+                    help="comma list of the multilineMinTokenProb setting (0: off), each replayed per model, "
+                         "policy, thread count, prefetch, cap, empty-body policy, prepare and line gate; "
+                         "default: the server's only")
     ap.add_argument("--functions", default=None,
                     help="comma list of module:qualified.name to type instead of the default three "
                          "(e.g. argparse:HelpFormatter._format_usage: code typed deep in a large module)")
@@ -307,9 +313,10 @@ async def main() -> None:
     empty_bodies = args.empty_body.split(",") if args.empty_body else [None]
     prepares = args.prepare.split(",") if args.prepare else [None]
     gates = args.line_min_prob.split(",") if args.line_min_prob else [None]
+    block_gates = args.multiline_min_prob.split(",") if args.multiline_min_prob else [None]
     for model in args.models.split(","):
-        for policy, threads, prefetch, cap, empty_body, prepare, gate in itertools.product(
-                policies, thread_counts, prefetches, caps, empty_bodies, prepares, gates):
+        for policy, threads, prefetch, cap, empty_body, prepare, gate, block_gate in itertools.product(
+                policies, thread_counts, prefetches, caps, empty_bodies, prepares, gates, block_gates):
             settings = {"engine": {"model": model}}
             if args.max_passes:
                 settings["diffusion"] = {"maxPasses": args.max_passes}
@@ -323,12 +330,15 @@ async def main() -> None:
                 settings["emptyBody"] = empty_body
             if gate:
                 settings["lineMinTokenProb"] = float(gate)
+            if block_gate:
+                settings["multilineMinTokenProb"] = float(block_gate)
             name = model + (f", multiline {policy}" if policy else "") + (f", threads {threads}" if threads else "")
             name += f", prefetch {prefetch}" if prefetch else ""
             name += f", max lines {cap}" if cap else ""
             name += f", empty body {empty_body}" if empty_body else ""
             name += f", prepare {prepare}" if prepare else ""
             name += f", lineMinTokenProb {gate}" if gate else ""
+            name += f", multilineMinTokenProb {block_gate}" if block_gate else ""
             name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
             typing[name] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000,
                                         args.pause_after, settings, server_env(threads), args.auto_indent,

@@ -75,7 +75,8 @@ def syntax_tree(doc: Document) -> Any:
 def plan_completion(doc: Document, offset: int, options: ServerOptions, open_documents: dict[str, str],
                     invoked: bool = False) -> Plan | None:
     """What to ask the engine for at `offset`, or None when no completion belongs here (logged).
-    `invoked`: the user asked for it (no unsure gate: options.line_min_token_prob)."""
+    `invoked`: the user asked for it (no unsure gate: options.line_min_token_prob and
+    options.multiline_min_token_prob)."""
     tree = syntax_tree(doc)
     ctx = completion_context(doc.text, offset, doc.syntax_language, budget(options), tree=tree,
                              open_documents={u: t for u, t in open_documents.items() if u != doc.uri})
@@ -90,8 +91,9 @@ def plan_completion(doc: Document, offset: int, options: ServerOptions, open_doc
     bans = opening_bans(ctx, doc.syntax_language, options.empty_body)
     if bans:  # code first at an empty body: the engine never commits a comment or docstring there
         hole = dataclasses.replace(hole, banned_starts=bans)
-    if ctx.kind == "line" and options.line_min_token_prob and not invoked:  # the unsure gate (shape_fill)
-        hole = dataclasses.replace(hole, min_token_prob=options.line_min_token_prob)
+    floor = options.line_min_token_prob if ctx.kind == "line" else options.multiline_min_token_prob
+    if floor and not invoked:  # the unsure gate (shape_fill)
+        hole = dataclasses.replace(hole, min_token_prob=floor)
     return Plan(doc.uri, doc.version, doc.text, offset, ctx, doc.syntax_language, tree, hole)
 
 
@@ -156,11 +158,25 @@ def request_for(holes: list[Hole], options: ServerOptions, priority: str = "inte
 
 def shape_fill(plan: Plan, fill: HoleResult) -> Suggestion | None:
     """The suggestion an engine's fill makes, or None. A fill the engine ended unsure (the
-    hole's min_token_prob) is not shown: what came before the unsure token is a guess too."""
+    hole's min_token_prob) shows only what the model was sure of: of a single line nothing
+    (what came before the unsure token is a guess too), of a multi-line fill its complete
+    lines before that token."""
     if fill.finish_reason == "unsure":
-        log.debug("unsure fill not shown: %r", fill.text[:80])
-        return None
+        kept = unsure_lines(plan, fill.text)
+        if not kept:
+            log.debug("unsure fill not shown: %r", fill.text[:80])
+            return None
+        return shape(plan, kept)
     return shape(plan, fill.text)
+
+
+def unsure_lines(plan: Plan, text: str) -> str:
+    """What an unsure fill may show: the lines it finished before the unsure token (none for
+    a single line's fill: its one line was not finished)."""
+    if plan.ctx.kind == "line":
+        return ""
+    kept = text[:text.rfind("\n") + 1]
+    return kept if kept.strip() else ""
 
 
 def shape(plan: Plan, completion: str) -> Suggestion | None:

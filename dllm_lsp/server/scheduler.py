@@ -33,6 +33,13 @@ class SchedulerStats:
     client_cancelled: int = 0  # $/cancelRequest
     cache_hits: int = 0
     unsure_hidden: int = 0  # fills the engine ended unsure (Hole.min_token_prob), not shown
+    unsure_cut: int = 0  # multi-line fills it ended unsure, shown up to their last complete line
+
+    def count_unsure(self, shown: bool) -> None:
+        if shown:
+            self.unsure_cut += 1
+        else:
+            self.unsure_hidden += 1
 
     def to_json(self) -> dict[str, int]:
         return asdict(self)

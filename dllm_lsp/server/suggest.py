@@ -99,13 +99,13 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
             # The hole's windows in characters (never its text): where a cache miss came from.
             "prefixChars": len(plan.hole.prefix), "suffixChars": len(plan.hole.suffix), "offset": offset,
             "unsure": result.holes[0].finish_reason == "unsure"})
-        if result.holes[0].finish_reason == "unsure":
-            ls.scheduler.stats.unsure_hidden += 1
         try:
             suggestion = shape_fill(plan, result.holes[0])
         except Exception:
             log.exception("shaping failed for %r", result.holes[0].text[:80])
             return None
+        if result.holes[0].finish_reason == "unsure":
+            ls.scheduler.stats.count_unsure(shown=suggestion is not None)
         if suggestion is None:
             return None
         ls.cache.put(uri, plan.text, offset, CachedSuggestion(suggestion.text, suggestion.replace_end - offset))

@@ -78,8 +78,8 @@ def _new_texts(edit: dict) -> list[str]:
 
 
 # The suite's real model is the small from-scratch one, unsure of most lines: with the unsure
-# gate off (lineMinTokenProb 0) the plumbing under test has ghost text to show.
-SHOW_ALL = {"debounceMs": 10, "diffusion": {"seed": 7}, "lineMinTokenProb": 0}
+# gates off (lineMinTokenProb and multilineMinTokenProb 0) the plumbing under test has ghost text to show.
+SHOW_ALL = {"debounceMs": 10, "diffusion": {"seed": 7}, "lineMinTokenProb": 0, "multilineMinTokenProb": 0}
 
 
 @pytest.mark.parametrize("which", NVIM_PARAMS)

@@ -19,6 +19,9 @@ TEXT = "import os\n\n\ndef scale(xs, k):\n    out = []\n    for x in xs:\n      
 LINE, COL = 6, 8
 
 
+SHOW_ALL = {"lineMinTokenProb": 0, "multilineMinTokenProb": 0}
+
+
 def position_of(text: str, offset: int) -> types.Position:
     line = text.count("\n", 0, offset)
     return types.Position(line=line, character=offset - (text.rfind("\n", 0, offset) + 1))
@@ -27,8 +30,8 @@ def position_of(text: str, offset: int) -> types.Position:
 @pytest.mark.slow
 async def test_the_prefetched_line_is_the_engine_s_own_answer_there(client):
     await client.initialize_session(types.InitializeParams(
-        # the small model is unsure of most lines: the unsure gate off, so there is a line to prefetch after
-        capabilities=capabilities(), initialization_options={"debounceMs": 0, "lineMinTokenProb": 0}))
+        # the small model is unsure of most lines: the unsure gates off, so there is a line to prefetch after
+        capabilities=capabilities(), initialization_options={"debounceMs": 0, **SHOW_ALL}))
     await wait_for(lambda: client.statuses and client.statuses[-1]["state"] in ("ready", "error"),
                    timeout=60, what="the model to load")
     assert client.statuses[-1]["state"] == "ready", client.statuses[-1]
@@ -65,7 +68,7 @@ async def test_the_prefetched_line_is_the_engine_s_own_answer_there(client):
 
     # Asked afresh (new settings clear the cache), the engine answers the same there.
     client.workspace_did_change_configuration(types.DidChangeConfigurationParams(
-        settings={"dllm": {"debounceMs": 0, "prefetchNextLine": False, "lineMinTokenProb": 0}}))
+        settings={"dllm": {"debounceMs": 0, "prefetchNextLine": False, **SHOW_ALL}}))
     await asyncio.sleep(0.1)
     fresh = await inline(client, URI, where.line, where.character)
     assert (await command(client, "dllm.serverStats"))["engineRequests"] == before + 1

@@ -1,6 +1,7 @@
-"""The unsure gate (`lineMinTokenProb`): a typing-triggered single-line suggestion asks the
-engine to end the fill at a token it is unsure of (Hole.min_token_prob) and shows nothing for
-such a fill; a suggestion the user asked for, a multi-line one and a zero setting ask nothing.
+"""The unsure gate (`lineMinTokenProb`, `multilineMinTokenProb`): a typing-triggered suggestion
+asks the engine to end the fill at a token it is unsure of (Hole.min_token_prob); such a fill
+shows nothing on a single line and its complete lines before that token on several; a
+suggestion the user asked for and a zero setting ask nothing.
 Against the planner, over real JSON-RPC and the daemon's real HTTP app (a scripted model), and
 through a real server on the small model. The engine's rule on real models is tested in
 tests/engine/test_unsure_stop.py and tests/bases/test_unsure_stop_default.py."""
@@ -11,7 +12,8 @@ import pytest
 from lsprotocol import types
 
 from dllm_lsp.server.documents import DocumentStore
-from dllm_lsp.server.infill import plan_completion
+from dllm_engine.protocol import HoleResult
+from dllm_lsp.server.infill import plan_completion, shape_fill, unsure_lines
 from dllm_lsp.server.options import parse_options
 
 from .conftest import command, inline, open_doc, pos, start, wait_for
@@ -35,14 +37,36 @@ def test_only_a_typed_single_line_suggestion_asks_for_the_gate():
     assert plan(MID_LINE, {"lineMinTokenProb": 0.3}).hole.min_token_prob == 0.3
     assert plan(MID_LINE, {"lineMinTokenProb": 0}).hole.min_token_prob is None
     assert plan(MID_LINE, invoked=True).hole.min_token_prob is None  # the user asked: always shown
+    assert plan(MID_LINE, {"multilineMinTokenProb": 0}).hole.min_token_prob == 0.15
+
+
+def test_a_typed_multiline_suggestion_asks_for_its_own_floor():
     body = plan(EMPTY_BODY)
-    assert body.ctx.kind != "line" and body.hole.min_token_prob is None  # not measured on multi-line fills
+    assert body.ctx.kind != "line" and body.hole.min_token_prob == 0.15
+    assert plan(EMPTY_BODY, {"multilineMinTokenProb": 0.4, "lineMinTokenProb": 0}).hole.min_token_prob == 0.4
+    assert plan(EMPTY_BODY, {"multilineMinTokenProb": 0}).hole.min_token_prob is None
+    assert plan(EMPTY_BODY, invoked=True).hole.min_token_prob is None
 
 
-def test_a_bad_value_keeps_the_default_and_says_why():
+def test_an_unsure_multiline_fill_keeps_its_complete_lines():
+    body = plan(EMPTY_BODY)
+    assert unsure_lines(body, "s = 0\n    for x in xs:\n        s +") == "s = 0\n    for x in xs:\n"
+    assert unsure_lines(body, "s = 0\n") == "s = 0\n"
+    assert unsure_lines(body, "s = sum(") == "" and unsure_lines(body, "\n    \n") == ""
+    assert unsure_lines(plan(MID_LINE), "xs)\n") == ""  # a single line's fill: nothing
+    fill = HoleResult("s = 0\n    for x in xs:\n        s +", "unsure", 9, 9)
+    # The kept lines are shaped as any fill (the last may open a block: a multi-line cap's can too).
+    assert shape_fill(body, fill).text == "s = 0\n    for x in xs:"
+    assert shape_fill(body, HoleResult("s = 0\n    return s\n    x", "unsure", 9, 9)).text == "s = 0\n    return s"
+    assert shape_fill(body, HoleResult("s = 0", "unsure", 3, 3)) is None
+
+
+@pytest.mark.parametrize("key", ["lineMinTokenProb", "multilineMinTokenProb"])
+def test_a_bad_value_keeps_the_default_and_says_why(key):
     for bad in (1, 1.0, -0.1, "high", True, None):
-        options, errors = parse_options({"lineMinTokenProb": bad})
-        assert options.line_min_token_prob == 0.15 and errors and "lineMinTokenProb" in errors[0], (bad, errors)
+        options, errors = parse_options({key: bad})
+        assert (options.line_min_token_prob, options.multiline_min_token_prob) == (0.15, 0.15), (bad, errors)
+        assert errors and key in errors[0], (bad, errors)
 
 
 async def test_an_unsure_fill_is_not_shown_and_an_asked_one_is(client):
@@ -70,6 +94,23 @@ async def test_an_unsure_fill_is_not_shown_and_an_asked_one_is(client):
         assert asked[-1].holes[0].min_token_prob is None
         stats = await command(client, "dllm.serverStats")
         assert stats["scheduler"]["unsure_hidden"] == 1
+
+
+async def test_an_unsure_multiline_fill_shows_the_lines_before_the_unsure_token(client):
+    with ScriptedDaemon() as daemon:
+        # The scripted engine ends an unsure fill half-way: after "    for x in xs:\n" and part of the next.
+        daemon.engine.rules = [("def total(xs):\n    ", "s = 0\n    for x in xs:\n        s += x\n    return s")]
+        daemon.engine.prob = 0.1
+        await start(client, engine={"mode": "remote", "url": daemon.url}, debounceMs=0)
+        await wait_for(lambda: any(s["state"] == "ready" for s in client.statuses), 20, "engine ready")
+        uri = "file:///tmp/unsure_body.py"
+        open_doc(client, uri, EMPTY_BODY.replace("█", ""))
+        shown = (await inline(client, uri, 1, 4)).items
+        assert [i.insert_text for i in shown] == ["s = 0\n    for x in xs:"], shown
+        asked = [r for r in daemon.engine.infill_requests if r.priority == "interactive"]
+        assert asked[-1].holes[0].min_token_prob == 0.15
+        stats = await command(client, "dllm.serverStats")
+        assert stats["scheduler"]["unsure_cut"] == 1 and stats["scheduler"]["unsure_hidden"] == 0
 
 
 @pytest.mark.slow

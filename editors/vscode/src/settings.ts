@@ -19,6 +19,7 @@ export interface InitializationOptions {
   prefetchNextLine: unknown;
   prepareAtCursor: unknown;
   lineMinTokenProb: unknown;
+  multilineMinTokenProb: unknown;
   completion: unknown;
   diagnostics: unknown;
   context: Record<string, unknown>;
@@ -53,6 +54,7 @@ export function initializationOptions(get: SettingGetter): InitializationOptions
     prefetchNextLine: get("prefetchNextLine"),
     prepareAtCursor: get("prepareAtCursor"),
     lineMinTokenProb: get("lineMinTokenProb"),
+    multilineMinTokenProb: get("multilineMinTokenProb"),
     completion: get("completion"),
     diagnostics: get("diagnostics"),
     context: pick(get, "context", ["prefixTokens", "suffixTokens", "snippetTokens"]),

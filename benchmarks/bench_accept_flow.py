@@ -13,7 +13,13 @@ new line as the real code does), then ask again and time that answer. A function
 first request answered with nothing. The server runs the default model with every core (as an
 editor starts it); the arms alternate per --repeats.
 
-    python benchmarks/bench_accept_flow.py [--functions 8] [--lines 6] [--read-ms 500] [--repeats 1] [--json]
+`--ask-after-accept MS`: the editor sends the accept as its own change and asks at once at the
+accepted line's end (VS Code re-triggers after an accept; Neovim asks after its debounce), and
+the user presses Enter MS later (a person's pause), as two changes instead of one.
+`--server-root DIR`: the server's code from another checkout (a baseline commit's worktree).
+
+    python benchmarks/bench_accept_flow.py [--functions 8] [--lines 6] [--read-ms 500] [--repeats 1]
+        [--ask-after-accept 200] [--server-root DIR] [--json]
 """
 
 from __future__ import annotations
@@ -70,7 +76,21 @@ def position(text: str, offset: int) -> types.Position:
     return types.Position(line=line, character=offset - (text.rfind("\n", 0, offset) + 1))  # ASCII sources
 
 
-async def flow(prefetch: bool, functions: list[tuple[str, str, int]], lines: int, read_s: float) -> dict:
+def change(old: str, new: str) -> types.TextDocumentContentChangePartial:
+    """The one range replacement that makes `new` of `old` (ASCII sources)."""
+    start = 0
+    while start < min(len(old), len(new)) and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < min(len(old), len(new)) - start and old[len(old) - 1 - end] == new[len(new) - 1 - end]:
+        end += 1
+    return types.TextDocumentContentChangePartial(
+        range=types.Range(start=position(old, start), end=position(old, len(old) - end)),
+        text=new[start:len(new) - end])
+
+
+async def flow(prefetch: bool, functions: list[tuple[str, str, int]], lines: int, read_s: float,
+               ask_after_accept_s: float | None = None, server_root: str | None = None) -> dict:
     from dllm_lsp.syntax.after_accept import after_enter
     from dllm_lsp.syntax.languages import language_for
 
@@ -79,14 +99,18 @@ async def flow(prefetch: bool, functions: list[tuple[str, str, int]], lines: int
     client.feature("dllm/status")(lambda p: statuses.append(p if isinstance(p, dict) else p._asdict()))
     client.feature(types.WINDOW_WORK_DONE_PROGRESS_CREATE)(lambda p: None)
     client.feature(types.PROGRESS)(lambda p: None)
-    await client.start_io(*SERVER, env=server_env("all"))
+    env, cwd = server_env("all"), None
+    if server_root:  # `python -m` puts the working directory first on sys.path: that checkout's too
+        cwd = str(Path(server_root).resolve())
+        env = {**env, "PYTHONPATH": env["PYTHONPATH"].replace(str(ROOT), cwd)}
+    await client.start_io(*SERVER, env=env, cwd=cwd)
     await client.initialize_async(types.InitializeParams(
         capabilities=caps(), initialization_options={"prefetchNextLine": prefetch}))
     client.initialized(types.InitializedParams())
     while not statuses or statuses[-1]["state"] not in ("ready", "error"):
         await asyncio.sleep(0.05)
     python = language_for("x.py", "python")
-    after_enter_ms, first_ms, accepted = [], [], []
+    after_enter_ms, first_ms, accepted, at_line_end = [], [], [], []
 
     async def ask(uri: str, text: str, offset: int):
         t0 = time.perf_counter()
@@ -109,12 +133,21 @@ async def flow(prefetch: bool, functions: list[tuple[str, str, int]], lines: int
             if edit is None:
                 break
             accepted.append(item.insert_text)
-            start, stop = position(text, edit.start), position(text, edit.end)
+            ahead = text[:edit.start] + edit.text + text[edit.end:]
+            version = 2 * version if ask_after_accept_s is not None else version
+            if ask_after_accept_s is not None:  # the accept, the editor's request there, a pause, Enter
+                taken = text[:offset] + item.insert_text + text[end:]
+                client.text_document_did_change(types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
+                    content_changes=[change(text, taken)]))
+                there, _ = await ask(uri, taken, offset + len(item.insert_text))
+                at_line_end.append(there is not None)
+                await asyncio.sleep(ask_after_accept_s)
+                text, version = taken, version + 1
             client.text_document_did_change(types.DidChangeTextDocumentParams(
                 text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=version),
-                content_changes=[types.TextDocumentContentChangePartial(
-                    range=types.Range(start=start, end=stop), text=edit.text)]))
-            text, offset = text[:edit.start] + edit.text + text[edit.end:], edit.cursor
+                content_changes=[change(text, ahead)]))
+            text, offset = ahead, edit.cursor
             item, ms = await ask(uri, text, offset)
             after_enter_ms.append(ms)
         client.text_document_did_close(types.DidCloseTextDocumentParams(
@@ -127,7 +160,8 @@ async def flow(prefetch: bool, functions: list[tuple[str, str, int]], lines: int
     return {"accepted": len(accepted), "after_enter_n": len(after_enter_ms),
             "after_enter_p50_ms": pct(after_enter_ms, 0.5), "after_enter_p95_ms": pct(after_enter_ms, 0.95),
             "after_enter_ms": after_enter_ms, "first_request_p50_ms": pct(first_ms, 0.5),
-            "prefetch": stats.get("prefetch"), "engine_requests": stats["engineRequests"], "texts": accepted}
+            "prefetch": stats.get("prefetch"), "engine_requests": stats["engineRequests"], "texts": accepted,
+            "suggested_at_line_end": sum(at_line_end)}
 
 
 async def main() -> None:
@@ -137,28 +171,38 @@ async def main() -> None:
     ap.add_argument("--read-ms", type=float, default=500.0, help="the pause between a suggestion and Tab-Enter")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--ask-after-accept", type=float, default=None, metavar="MS",
+                    help="ask at the accepted line's end, then press Enter MS later (default: accept and Enter "
+                         "in one change, no request between)")
+    ap.add_argument("--server-root", default=None, help="run the server's code from this checkout")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
+    between = args.ask_after_accept / 1000 if args.ask_after_accept is not None else None
     functions = cases(args.functions, args.seed)
     runs = {}
     for r in range(args.repeats):
         for prefetch in (False, True):
             runs[f"prefetch {'on' if prefetch else 'off'} ({r + 1})"] = await flow(
-                prefetch, functions, args.lines, args.read_ms / 1000)
-    report = {"cpu": cpu_name(), "read_ms": args.read_ms, "functions": [u for u, _, _ in functions], "runs": runs}
+                prefetch, functions, args.lines, args.read_ms / 1000, between, args.server_root)
+    report = {"cpu": cpu_name(), "read_ms": args.read_ms, "ask_after_accept_ms": args.ask_after_accept,
+              "server_root": args.server_root, "functions": [u for u, _, _ in functions], "runs": runs}
     if args.json:
         print(json.dumps(report, indent=2))
         return
-    print(f"{report['cpu']}, every core, {len(functions)} functions, read {args.read_ms:.0f} ms")
+    asked = "" if between is None else f", asked at the accepted line's end, Enter {args.ask_after_accept:.0f} ms later"
+    print(f"{report['cpu']}, every core, {len(functions)} functions, read {args.read_ms:.0f} ms{asked}"
+          f"{', server from ' + args.server_root if args.server_root else ''}")
     print("| arm | lines accepted | Enter to ghost text p50 / p95 ms | first request p50 ms | served by prefetch | "
-          "prefetch engine requests (cancelled) | same accepted text as the first arm |")
-    print("|---|---|---|---|---|---|---|")
+          "prefetch engine requests (cancelled) | suggestions at the accepted line's end | "
+          "same accepted text as the first arm |")
+    print("|---|---|---|---|---|---|---|---|")
     first = next(iter(runs.values()))["texts"]
     for name, run in runs.items():
         p = run["prefetch"]
         print(f"| {name} | {run['accepted']} | {run['after_enter_p50_ms']:.0f} / {run['after_enter_p95_ms']:.0f} | "
               f"{run['first_request_p50_ms']:.0f} | {p['served']} of {run['after_enter_n']} | "
-              f"{p['engineRequests']} ({p['engineCancelled']}) | {run['texts'] == first} |")
+              f"{p['engineRequests']} ({p['engineCancelled']}) | {run['suggested_at_line_end']} | "
+              f"{run['texts'] == first} |")
 
 
 if __name__ == "__main__":

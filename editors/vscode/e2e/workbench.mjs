@@ -75,8 +75,12 @@ function workbench(page, shots) {
       }
     },
     async editorText() {
-      // Monaco renders spaces as U+00A0.
-      const lines = await page.locator(".monaco-editor .view-lines .view-line").allInnerTexts();
+      // In screen order: Monaco reuses a view line's element, so after a line is inserted the
+      // DOM order is not the order on screen (each sits at its own style.top). Monaco renders
+      // spaces as U+00A0.
+      const lines = await page.locator(".monaco-editor .view-lines .view-line").evaluateAll((els) =>
+        els.map((el) => [parseFloat(el.style.top) || 0, el.innerText])
+          .sort((a, b) => a[0] - b[0]).map(([, text]) => text));
       return lines.map((l) => l.replace(/\u00a0/g, " "));
     },
     /** The extension's status-bar item: "starting" until the server's first dllm/status

@@ -55,6 +55,7 @@ class PrepareStats:
     stopped: int = 0  # the engine stopped for a request (which encodes the rest) or the place was left
     skipped: int = 0  # stale version, bad position, completions off, no engine to prepare
     invalid: int = 0  # params that failed validation
+    prefetching: int = 0  # at the end of an accepted suggestion, whose next line is being prefetched
     tokens_encoded: int = 0
     tokens_cached: int = 0  # already in the cache when a prepare started
 
@@ -106,6 +107,11 @@ class CursorPrepare:
         except InvalidPosition as exc:
             self.stats.skipped += 1
             log.info("%s at an invalid position in %s: %s", PREPARE_COMPLETION, uri, exc)
+            return
+        if self.ls.prefetch.guessed_from(uri, doc.text, offset):
+            # The end of a suggestion just accepted (Neovim's Esc after Tab rests there): the
+            # prefetch is filling the next line, a longer context than this one; leave it be.
+            self.stats.prefetching += 1
             return
         try:
             prefix, suffix = resting_windows(doc, offset, self.ls.options, self.ls.documents.texts())

@@ -54,7 +54,9 @@ class NextLinePrefetch:
     def __init__(self, ls: "DllmServer") -> None:
         self.ls = ls
         self.stats = PrefetchStats()
-        self._running: dict[str, tuple[tuple[str, int], asyncio.Task]] = {}  # uri -> (place, task)
+        # uri -> (place, origin, task): the place filled (text and offset after the accept and
+        # Enter) and its origin (text and offset once the suggestion is accepted, before Enter).
+        self._running: dict[str, tuple[tuple[str, int], tuple[str, int], asyncio.Task]] = {}
 
     def enabled(self) -> bool:
         opts = self.ls.options
@@ -72,15 +74,17 @@ class NextLinePrefetch:
             return
         place = (text[:edit.start] + edit.text + text[edit.end:], edit.cursor)
         running = self._running.get(doc.uri)
-        if running is not None and running[0] == place and not running[1].done():
+        if running is not None and running[0] == place and not running[2].done():
             return  # typing through the suggestion: the same place is being filled
+        origin = (text[:suggestion.offset] + suggestion.text + text[suggestion.replace_end:],
+                  suggestion.offset + len(suggestion.text))
         if self.ls.cache.has(doc.uri, *place):
             return
         ahead = doc.edited(edit.start, edit.end, edit.text)  # its tree: an incremental reparse, only now
         self.cancel(doc.uri)
         self.stats.started += 1
         task = asyncio.ensure_future(self._fill(ahead, edit.cursor))
-        self._running[doc.uri] = (place, task)
+        self._running[doc.uri] = (place, origin, task)
         task.add_done_callback(lambda t, uri=doc.uri: self._forget(uri, t))
 
     async def join(self, uri: str, text: str, offset: int) -> bool:
@@ -88,22 +92,30 @@ class NextLinePrefetch:
         pressed Enter before it finished) and say so; the caller then reads the cache. A
         request cancelled meanwhile leaves the prefetch running for the next one."""
         running = self._running.get(uri)
-        if running is None or running[0] != (text, offset) or running[1].done():
+        if running is None or running[0] != (text, offset) or running[2].done():
             return False
+        task = running[2]
         try:
-            await asyncio.shield(running[1])
+            await asyncio.shield(task)
         except asyncio.CancelledError:
-            if running[1].cancelled() and not asyncio.current_task().cancelling():
+            if task.cancelled() and not asyncio.current_task().cancelling():
                 return False  # the prefetch was cancelled, not this request
             raise
         return True
 
+    def guessed_from(self, uri: str, text: str, offset: int) -> bool:
+        """Whether the prefetch of this document is filling the line after this place: the end
+        of the accepted suggestion, where the user presses Enter next (or leaves Insert mode
+        and opens the line below: the same new line)."""
+        running = self._running.get(uri)
+        return running is not None and running[1] == (text, offset) and not running[2].done()
+
     def cancel(self, uri: str) -> None:
         """A request of this document needs the engine: stop the prefetch (between passes)."""
         running = self._running.pop(uri, None)
-        if running is not None and not running[1].done():
+        if running is not None and not running[2].done():
             self.stats.cancelled += 1
-            running[1].cancel()
+            running[2].cancel()
 
     def cancel_all(self) -> None:
         for uri in list(self._running):
@@ -133,7 +145,7 @@ class NextLinePrefetch:
 
     def _forget(self, uri: str, task: asyncio.Task) -> None:
         running = self._running.get(uri)
-        if running is not None and running[1] is task:
+        if running is not None and running[2] is task:
             del self._running[uri]
         if not task.cancelled() and task.exception() is not None:
             log.error("next-line prefetch failed for %s", uri, exc_info=task.exception())

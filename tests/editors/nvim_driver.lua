@@ -62,11 +62,20 @@ local co = coroutine.create(function()
         wait_for(function() return uv.now() >= resume_at end, pause_ms + 1000)
       end
       -- A new line, its automatic ghost dismissed, then the suggest key: an explicit request.
-      vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes("<CR>", true, false, true), "n", false)
+      -- DLLM_OPEN_BELOW: a Vim user's way, Esc, a rest in Normal mode (the cursor-rest prepare
+      -- at the accepted line's end), then `o`.
+      -- Esc ends the Insert mode this driver runs in (the `feedkeys("A", "x!")` below returns);
+      -- the main chunk then rests in Normal mode and types `o`, and this coroutine goes on.
+      local open_below_ms = tonumber(env.DLLM_OPEN_BELOW or "0")
+      local key = open_below_ms > 0 and "<Esc>" or "<CR>"
+      vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(key, true, false, true), "n", false)
       -- The line Enter made (the editor's own indentation), and with DLLM_AFTER_ENTER_MS the
       -- ghost text there, which the server's prefetch of that place may have answered.
       local accepted_row = result.cursor_after_accept[1]
-      if wait_for(function() return vim.api.nvim_win_get_cursor(0)[1] > accepted_row end, 2000) then
+      local function on_new_line()
+        return vim.api.nvim_win_get_cursor(0)[1] > accepted_row and vim.api.nvim_get_mode().mode == "i"
+      end
+      if wait_for(on_new_line, 2000 + open_below_ms) then
         result.buffer_after_enter = lines()
         result.cursor_after_enter = vim.api.nvim_win_get_cursor(0)
       end
@@ -102,6 +111,10 @@ timer:start(20, 20, vim.schedule_wrap(function()
   end
 end))
 vim.fn.feedkeys("A", "x!")
+if tonumber(env.DLLM_OPEN_BELOW or "0") > 0 and coroutine.status(co) ~= "dead" then
+  vim.wait(tonumber(env.DLLM_OPEN_BELOW)) -- a rest in Normal mode; the timers run meanwhile
+  vim.fn.feedkeys("o", "x!")
+end
 timer:stop()
 if step_error then
   result.buffer = lines()
@@ -143,6 +156,7 @@ local server_stats
 commands.execute("dllm.serverStats", {}, function(r) server_stats = r end)
 vim.wait(timeout, function() return server_stats ~= nil end, 50)
 result.prefetch = type(server_stats) == "table" and server_stats.prefetch or server_stats
+result.cursor_prepare = type(server_stats) == "table" and server_stats.cursorPrepare or nil
 
 -- :checkhealth dllm renders into a new buffer; keep its text.
 vim.cmd("checkhealth dllm")

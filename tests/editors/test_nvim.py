@@ -107,18 +107,22 @@ def test_nvim_with_real_server(which, kind, tmp_path, artifacts):
 
 
 @pytest.mark.parametrize("which", NVIM_PARAMS)
-def test_nvim_next_line_comes_from_the_prefetch(which, tmp_path, artifacts):
+@pytest.mark.parametrize("keys", ["enter", "esc-o"])
+def test_nvim_next_line_comes_from_the_prefetch(which, keys, tmp_path, artifacts):
     """The Tab-Enter flow in a real Neovim with its Python indent script (`filetype plugin indent
     on`, as a user's config has it): the new line Enter makes is the one the server guessed
     (syntax/after_accept.py), so the ghost text there comes from the server's prefetch, not from
     a fill the editor waits for. The real server with the suite's real model. Between <Tab> and
     <CR> a person's pause, past the plugin's debounce: the plugin asks at the end of the accepted
-    line, and that request must not cancel the prefetch (the suggestion cache answers it)."""
-    result = drive(NVIMS[which], server_cmd(SERVERS["real"]), tmp_path, artifacts, f"nvim-{which}-prefetch", 120000,
-                   GHOST_TIMEOUT_MS, text=REAL_SOURCE + REAL_TYPED + "\n",
-                   extra_env={"DLLM_LINE": str(REAL_LINE), "DLLM_FILETYPE_INDENT": "1", "DLLM_AFTER_ENTER_MS": "2000",
-                              "DLLM_ENTER_PAUSE_MS": "400"},
-                   settings=SHOW_ALL)
+    line, and that request must not cancel the prefetch (the suggestion cache answers it). Or, as
+    a Vim user does, Esc, a rest in Normal mode (the plugin's cursor-rest prepare at the accepted
+    line's end, which must not cancel the prefetch either), then `o`: the same new line."""
+    extra = {"DLLM_LINE": str(REAL_LINE), "DLLM_FILETYPE_INDENT": "1", "DLLM_AFTER_ENTER_MS": "2000",
+             "DLLM_ENTER_PAUSE_MS": "400"}
+    if keys == "esc-o":
+        extra["DLLM_OPEN_BELOW"] = "400"  # past the plugin's rest_ms (250)
+    result = drive(NVIMS[which], server_cmd(SERVERS["real"]), tmp_path, artifacts, f"nvim-{which}-prefetch-{keys}",
+                   120000, GHOST_TIMEOUT_MS, text=REAL_SOURCE + REAL_TYPED + "\n", extra_env=extra, settings=SHOW_ALL)
     if result.get("ghost") is None:
         no_ghost_text()
     text = REAL_SOURCE + REAL_TYPED + "\n"

@@ -13,7 +13,7 @@ import asyncio
 import pytest
 from lsprotocol import types
 
-from .conftest import command, inline, open_doc, start, wait_for
+from .conftest import command, inline, open_doc, pos, start, wait_for
 from .scripted_engine import ScriptedDaemon
 
 URI = "file:///tmp/project/totals.py"
@@ -164,3 +164,54 @@ async def test_a_move_elsewhere_cancels_the_next_line_s_prefetch(client, scripte
     assert scripted.engine.cancelled_requests[0].priority == "batch"
     assert (await command(client, "dllm.serverStats"))["prefetch"]["cancelled"] == 1
     await wait_for(lambda: scripted.engine.prepare_requests, 10, "the prepare")
+
+
+async def test_a_rest_at_the_end_of_the_accepted_suggestion_leaves_the_prefetch_running(client, scripted):
+    """Neovim: Tab, Esc (the cursor rests at the accepted line's end), `o`: the line `o` opens is
+    the one Enter makes, so the prefetch of it must survive the rest."""
+    next_place = "s += x\n        "
+    scripted.engine.rules = [(next_place, "print(s)"), ("        ", "s += x")]
+    scripted.engine.delays = {next_place: 1.5}
+    await start(client, engine={"mode": "remote", "url": scripted.url}, debounceMs=0)
+    await wait_for(lambda: any(s["state"] == "ready" for s in client.statuses), 20, "engine ready")
+    open_doc(client, URI, TEXT)
+    await inline(client, URI, 3, 8)
+    await wait_for(lambda: any(r.priority == "batch" and r.holes[0].max_tokens > 1
+                               for r in scripted.engine.infill_requests), 10, "the prefetch")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=pos(3, 8), end=pos(3, 8)), text="s += x")]))
+    rest_at(client, 3, 14, version=2)
+    rest_at(client, 3, 13, version=2)  # one character short of it: not that place (prepared, cancels)
+    await wait_for(lambda: scripted.engine.prepare_requests, 10, "the prepare one short")
+    stats = await command(client, "dllm.serverStats")
+    assert stats["cursorPrepare"]["prefetching"] == 1 and stats["cursorPrepare"]["started"] == 1, stats
+    assert stats["prefetch"]["cancelled"] == 1
+
+
+async def test_the_prefetch_survives_a_rest_at_the_accepted_line_s_end_and_serves_the_line_below(client, scripted):
+    next_place = "s += x\n        "
+    scripted.engine.rules = [(next_place, "print(s)"), ("        ", "s += x")]
+    scripted.engine.delays = {next_place: 1.5}
+    await start(client, engine={"mode": "remote", "url": scripted.url}, debounceMs=0)
+    await wait_for(lambda: any(s["state"] == "ready" for s in client.statuses), 20, "engine ready")
+    open_doc(client, URI, TEXT)
+    await inline(client, URI, 3, 8)
+    await wait_for(lambda: any(r.priority == "batch" and r.holes[0].max_tokens > 1
+                               for r in scripted.engine.infill_requests), 10, "the prefetch")
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=pos(3, 8), end=pos(3, 8)), text="s += x")]))
+    rest_at(client, 3, 14, version=2)
+    client.text_document_did_change(types.DidChangeTextDocumentParams(  # `o`: the line below, indented
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=3),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=pos(3, 14), end=pos(3, 14)), text="\n        ")]))
+    assert [i.insert_text for i in (await inline(client, URI, 4, 8)).items] == ["print(s)"]
+    stats = await command(client, "dllm.serverStats")
+    assert stats["prefetch"]["served"] == 1 and stats["prefetch"]["cancelled"] == 0, stats
+    assert stats["cursorPrepare"]["prefetching"] == 1 and not scripted.engine.prepare_requests
+    assert not scripted.engine.cancelled_requests
+

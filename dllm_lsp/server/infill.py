@@ -172,11 +172,16 @@ def shape_fill(plan: Plan, fill: HoleResult) -> Suggestion | None:
 
 def unsure_lines(plan: Plan, text: str) -> str:
     """What an unsure fill may show: the lines it finished before the unsure token (none for
-    a single line's fill: its one line was not finished)."""
+    a single line's fill: its one line was not finished), less any last lines that open a
+    block (`for x in xs:`, `if (ok) {`): the model was unsure inside that block's body, and a
+    block left empty does not parse."""
     if plan.ctx.kind == "line":
         return ""
-    kept = text[:text.rfind("\n") + 1]
-    return kept if kept.strip() else ""
+    lines = text[:text.rfind("\n") + 1].split("\n")[:-1]
+    while lines and lines[-1].rstrip().endswith((":", "{")):
+        lines.pop()
+    kept = "\n".join(lines)
+    return kept + "\n" if kept.strip() else ""
 
 
 def shape(plan: Plan, completion: str) -> Suggestion | None:

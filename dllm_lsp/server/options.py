@@ -121,10 +121,11 @@ class ServerOptions:
     line_min_token_prob: float = 0.15
     # The same gate on a multi-line suggestion (a block's start, an empty body, a blank line):
     # the engine ends the fill at the first token under this, and the server shows the complete
-    # lines before that token, or nothing when there are none (0: every fill runs to its end).
-    # On 120 empty function bodies of the standard library 0.15 showed 78 wrong lines instead
-    # of 118 and 98 instead of 147, and 14 of 14 and 18 of 20 of the right ones, at p50 0.63-0.66x
-    # (benchmarks/RESULTS.md, twenty-first session). An invoked suggestion is always shown whole.
+    # lines before that token (less block openers left without a body), or nothing when there
+    # are none (0: every fill runs to its end). At two samples of empty standard-library function
+    # bodies 0.15 showed 44 wrong lines instead of 90 and 63 instead of 93, the same 10 right ones
+    # in each, at p50 0.64-0.73x (benchmarks/RESULTS.md, twenty-second session). An invoked
+    # suggestion is always shown whole.
     multiline_min_token_prob: float = 0.15
     next_edit: NextEditOptions = field(default_factory=NextEditOptions)
 

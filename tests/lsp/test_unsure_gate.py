@@ -50,13 +50,17 @@ def test_a_typed_multiline_suggestion_asks_for_its_own_floor():
 
 def test_an_unsure_multiline_fill_keeps_its_complete_lines():
     body = plan(EMPTY_BODY)
-    assert unsure_lines(body, "s = 0\n    for x in xs:\n        s +") == "s = 0\n    for x in xs:\n"
+    # The lines finished before the unsure token, less the block openers whose bodies it did not reach.
+    assert unsure_lines(body, "s = 0\n    for x in xs:\n        s +") == "s = 0\n"
+    assert unsure_lines(body, "s = 0\n    if xs:\n        for x in xs:\n            s") == "s = 0\n"
+    assert unsure_lines(body, "s = 0\n    for x in xs:\n        s += x\n    if s") == (
+        "s = 0\n    for x in xs:\n        s += x\n")
     assert unsure_lines(body, "s = 0\n") == "s = 0\n"
     assert unsure_lines(body, "s = sum(") == "" and unsure_lines(body, "\n    \n") == ""
+    assert unsure_lines(body, "for x in xs:\n        s") == ""
     assert unsure_lines(plan(MID_LINE), "xs)\n") == ""  # a single line's fill: nothing
     fill = HoleResult("s = 0\n    for x in xs:\n        s +", "unsure", 9, 9)
-    # The kept lines are shaped as any fill (the last may open a block: a multi-line cap's can too).
-    assert shape_fill(body, fill).text == "s = 0\n    for x in xs:"
+    assert shape_fill(body, fill).text == "s = 0"  # shaped as any fill
     assert shape_fill(body, HoleResult("s = 0\n    return s\n    x", "unsure", 9, 9)).text == "s = 0\n    return s"
     assert shape_fill(body, HoleResult("s = 0", "unsure", 3, 3)) is None
 
@@ -106,7 +110,7 @@ async def test_an_unsure_multiline_fill_shows_the_lines_before_the_unsure_token(
         uri = "file:///tmp/unsure_body.py"
         open_doc(client, uri, EMPTY_BODY.replace("█", ""))
         shown = (await inline(client, uri, 1, 4)).items
-        assert [i.insert_text for i in shown] == ["s = 0\n    for x in xs:"], shown
+        assert [i.insert_text for i in shown] == ["s = 0"], shown  # "for x in xs:" opened a block it never filled
         asked = [r for r in daemon.engine.infill_requests if r.priority == "interactive"]
         assert asked[-1].holes[0].min_token_prob == 0.15
         stats = await command(client, "dllm.serverStats")

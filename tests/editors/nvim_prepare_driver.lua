@@ -104,7 +104,7 @@ H.run(function()
     if not ok or coroutine.status(co) == "dead" then
       -- Stopped first: quitting runs the loop, and this timer must not resume the steps then.
       timer:stop()
-      H.finish(ok, ok and nil or ("driver: " .. tostring(err)))
+      H.finish(ok, (not ok) and ("driver: " .. tostring(err)) or nil)
     end
   end))
   -- Returns: Neovim's main loop runs Normal mode from here, as for a person.

@@ -28,6 +28,9 @@ M.defaults = {
   -- what it did before (accept falls back to its own key).
   keymaps = {
     accept = "<Tab>",
+    -- Take only the next word / the next line of it; the rest stays shown (as Copilot's keys).
+    accept_word = "<M-Right>",
+    accept_line = "<M-C-Right>",
     dismiss = "<C-]>",
     -- Ask for a suggestion now: an explicit request, which the server fills best of N
     -- (settings.diffusion.invokedCandidates); before 0.12 only (0.12 draws its own).

@@ -113,6 +113,10 @@ function M.request(bufnr, invoked)
 end
 
 local function schedule(bufnr)
+  local b = marks.buffers[bufnr]
+  if b and b.partial_tick == vim.api.nvim_buf_get_changedtick(bufnr) then
+    return -- the change was a partial accept: its rest is shown already, as the server would answer
+  end
   marks:debounce(bufnr, config.options.ghost_text.debounce_ms, function() M.request(bufnr) end)
 end
 
@@ -146,6 +150,56 @@ function M.accept(bufnr)
   local last_col = #lines == 1 and ghost.start_col + #lines[1] or #lines[#lines]
   vim.api.nvim_win_set_cursor(0, { ghost.row + #lines, last_col })
   return true
+end
+
+-- The next word of a ghost (its leading blanks and line break included): a run of word
+-- characters, else of other non-blanks, as VS Code's and Copilot's accept-word take it.
+local function next_word(shown)
+  return shown:match("^%s*[%w_]+") or shown:match("^%s*[^%w_%s]+") or shown
+end
+
+-- The rest of the cursor's line, or, when the ghost starts on the next line, that line.
+local function next_line(shown)
+  return shown:match("^[^\n]+") or shown:match("^\n[^\n]*") or shown
+end
+
+-- Insert the part of the shown ghost that `take` picks; the rest stays shown where the cursor
+-- is now (the server answers the editor's next request there from its suggestion cache, the
+-- same rest). False when there is nothing shown (the key does what it did before).
+local function accept_part(bufnr, take)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  if M.native then
+    return false -- 0.12's own ghost text has no partial accept
+  end
+  local ghost = marks:item(bufnr)
+  if not ghost then
+    return false
+  end
+  local part = take(ghost.shown)
+  if part == ghost.shown then
+    return M.accept(bufnr)
+  end
+  local lines = vim.split(part, "\n", { plain = true })
+  vim.api.nvim_buf_set_text(bufnr, ghost.row, ghost.cursor_col, ghost.row, ghost.cursor_col, lines)
+  local row = ghost.row + #lines - 1
+  local col = #lines == 1 and ghost.cursor_col + #part or #lines[#lines]
+  local rest = ghost.shown:sub(#part + 1)
+  -- The text after the cursor (closers the item replaces) moved with it.
+  local after = { row = row, start_col = col, cursor_col = col, end_col = col + ghost.end_col - ghost.cursor_col,
+                  text = rest, shown = rest }
+  marks.buffers[bufnr].item = after
+  marks.buffers[bufnr].partial_tick = vim.api.nvim_buf_get_changedtick(bufnr)
+  draw(bufnr, after)
+  vim.api.nvim_win_set_cursor(0, { row + 1, col })
+  return true
+end
+
+function M.accept_word(bufnr)
+  return accept_part(bufnr, next_word)
+end
+
+function M.accept_line(bufnr)
+  return accept_part(bufnr, next_line)
 end
 
 function M.dismiss(bufnr)

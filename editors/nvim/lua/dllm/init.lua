@@ -13,6 +13,14 @@ function M.accept()
   return require("dllm.ghost").accept()
 end
 
+function M.accept_word()
+  return require("dllm.ghost").accept_word()
+end
+
+function M.accept_line()
+  return require("dllm.ghost").accept_line()
+end
+
 function M.dismiss()
   return require("dllm.ghost").dismiss()
 end

@@ -23,6 +23,8 @@ end
 function M.attach(bufnr)
   local keys = config.options.keymaps
   map(bufnr, keys.accept, ghost.accept, "dllm: accept ghost text")
+  map(bufnr, keys.accept_word, ghost.accept_word, "dllm: accept the ghost text's next word")
+  map(bufnr, keys.accept_line, ghost.accept_line, "dllm: accept the ghost text's next line")
   map(bufnr, keys.suggest, ghost.suggest, "dllm: suggest now (best of N)")
   map(bufnr, keys.dismiss, ghost.dismiss, "dllm: dismiss ghost text")
 end

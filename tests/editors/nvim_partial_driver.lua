@@ -1,0 +1,65 @@
+-- Drives the plugin's partial accept headless (Neovim 0.7 to 0.11) and writes what it saw as
+-- JSON for test_nvim_partial_accept.py: at an empty body, the ghost text; the accept-word key,
+-- the accept-line key twice (the buffer, the cursor and the ghost after each); then, with
+-- nothing shown, the accept-word key does what it did before. The keys go through Neovim's own
+-- loop (mapped, as a person's), a timer resumes the steps.
+-- Environment: as nvim_harness.lua reads it.
+local H = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "nvim_harness.lua")
+local result, timeout, log = H.result, H.timeout, H.log
+local uv = vim.uv or vim.loop
+
+local function keys(k)
+  vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(k, true, false, true), "m", false)
+end
+
+H.run(function()
+  H.start({ ghost_text = { debounce_ms = 30 } })
+  local ghost = require("dllm.ghost")
+  local status = require("dllm.status")
+  local options = require("dllm.config").options.keymaps
+  H.wait_attached()
+  vim.wait(timeout, function() return status.current ~= nil and status.current.state ~= "loading" end, 50)
+
+  local co = coroutine.create(function()
+    local function wait_for(cond, ms)
+      local deadline = uv.now() + ms
+      while not cond() do
+        if uv.now() > deadline then
+          return false
+        end
+        coroutine.yield()
+      end
+      return true
+    end
+    local function snapshot(name)
+      -- Past the plugin's debounce: a request the change caused would have been answered.
+      local settle = uv.now() + 300
+      wait_for(function() return uv.now() >= settle end, 1000)
+      result[name] = { buffer = H.lines(), cursor = vim.api.nvim_win_get_cursor(0), ghost = ghost.shown() }
+      log(name)
+    end
+    keys("2GA")
+    if not wait_for(function() return ghost.shown() ~= nil end, timeout) then
+      error("no ghost text at the empty body")
+    end
+    snapshot("shown")
+    keys(options.accept_word)
+    snapshot("after_word")
+    keys(options.accept_line)
+    snapshot("after_line")
+    keys(options.accept_line)
+    snapshot("after_second_line")
+    keys(options.accept_word) -- nothing shown: the key's own meaning (<M-Right>: nothing typed)
+    snapshot("after_word_without_ghost")
+    keys("<Esc>")
+  end)
+
+  local timer = uv.new_timer()
+  timer:start(20, 20, vim.schedule_wrap(function()
+    local ok, err = coroutine.resume(co)
+    if not ok or coroutine.status(co) == "dead" then
+      timer:stop()
+      H.finish(ok, (not ok) and ("driver: " .. tostring(err)) or nil)
+    end
+  end))
+end)

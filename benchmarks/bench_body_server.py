@@ -1,17 +1,22 @@
 """An empty function body's suggestion as the language server makes it, at each setting of the
 multi-line unsure gate (`multilineMinTokenProb`), side by side.
 
-bench_block_stop.py asks the engine directly; this goes the server's way. The document: a
-standard-library module with one function's body removed (bench_block_stop.body_holes: up to
-3,000 characters before the body, 2,000 after), the cursor on the body's first line after its
-indentation. Per hole and arm: plan_completion there (the server's windows, code-first bans,
-dedent and loop stops, line cap and, per arm, the gate), the engine's fill (the context cached
+bench_block_stop.py asks the engine directly; this goes the server's way. The document
+(`--language python`): a standard-library module with one function's body removed
+(bench_block_stop.body_holes: up to 3,000 characters before the body, 2,000 after), the cursor
+on the body's first line after its indentation; (`--language javascript`) an npm source file
+with one function's body removed, its closing brace kept (bench_js_body.js_bodies). Per hole
+and arm: plan_completion there (the server's windows, code-first bans, dedent and loop stops,
+line cap and, per arm, the gate), the engine's fill (the context cached
 first, as on a keystroke), shape_fill (the server's shaping: an unsure fill's complete lines,
 trimmed or dropped where the function would not parse). Per arm: suggestions shown, of which
 cut short by the gate; fills hidden by it; lines shown that stand in the real body (8 or more
-characters); shown suggestions whose function parses; passes per fill; latency p50 / p95.
+characters); shown suggestions that parse (Python: the function alone, by `ast`; JavaScript:
+the file with the suggestion inserted has no more tree-sitter errors than without it); passes
+per fill; latency p50 / p95.
 
-    python benchmarks/bench_body_server.py [--holes 60] [--seed 3] [--floors 0,0.15] [--threads 2]
+    python benchmarks/bench_body_server.py [--language python|javascript] [--holes 60] [--seed 3]
+        [--floors 0,0.15] [--threads 2]
 """
 
 from __future__ import annotations
@@ -28,10 +33,23 @@ sys.path[:0] = [str(ROOT), str(ROOT / "engine"), str(ROOT / "kernels")]
 
 from _bench_common import cpu_name, pct  # noqa: E402
 from bench_block_stop import body_holes, parses, right_lines  # noqa: E402
+from bench_js_body import js_bodies  # noqa: E402
+
+
+def documents(language: str, count: int, seed: int) -> list[tuple[str, int, str]]:
+    """(document text with a body removed, the cursor's offset, the real body)."""
+    if language == "python":
+        return [(prefix + suffix, len(prefix), real) for prefix, suffix, _indent, real in body_holes(count, seed)]
+    return [(text, offset, real) for _uri, text, offset, real in js_bodies(count, seed)]
+
+
+def error_nodes(node) -> int:
+    return (node.type == "ERROR" or node.is_missing) + sum(error_nodes(c) for c in node.children)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--language", choices=("python", "javascript"), default="python")
     ap.add_argument("--holes", type=int, default=60)
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--floors", default="0,0.15", help="the multilineMinTokenProb settings compared (0: off)")
@@ -47,6 +65,7 @@ def main() -> int:
     from dllm_lsp.server.documents import DocumentStore
     from dllm_lsp.server.infill import plan_completion, request_for, shape_fill
     from dllm_lsp.server.options import parse_options
+    from dllm_lsp.syntax.languages import language_named, parse
 
     floors = [float(f) for f in args.floors.split(",")]
     settings = {}
@@ -56,19 +75,22 @@ def main() -> int:
         settings[floor] = options
     stats = {f: {"ms": [], "passes": 0, "shown": 0, "cut": 0, "hidden": 0, "right": 0, "lines": 0, "parse": 0,
                  "texts": []} for f in floors}
-    holes = body_holes(args.holes, args.seed)
+    holes = documents(args.language, args.holes, args.seed)
+    spec = language_named(args.language)
     engine = Engine(EngineConfig(model="default", threads=args.threads))
     planned = 0
     try:
-        for i, (prefix, suffix, _indent, real) in enumerate(holes):
-            doc = DocumentStore().open(types.TextDocumentItem(uri=f"file:///bench/body{i}.py", language_id="python",
-                                                              version=1, text=prefix + suffix))
-            plans = {f: plan_completion(doc, len(prefix), settings[f], {}) for f in floors}
+        for i, (text, offset, real) in enumerate(holes):
+            suffix_ext = "py" if args.language == "python" else "js"
+            doc = DocumentStore().open(types.TextDocumentItem(uri=f"file:///bench/body{i}.{suffix_ext}",
+                                                              language_id=args.language, version=1, text=text))
+            plans = {f: plan_completion(doc, offset, settings[f], {}) for f in floors}
             if any(p is None for p in plans.values()):
                 continue  # no completion belongs there (the server answers nothing at once)
             planned += 1
             first = plans[floors[0]].hole
-            engine.infill(InfillRequest(holes=[dataclasses.replace(first, max_tokens=1, bucket=None, min_token_prob=None)]))
+            warm = dataclasses.replace(first, max_tokens=1, bucket=None, min_token_prob=None)
+            engine.infill(InfillRequest(holes=[warm]))  # the context cached, as on a keystroke
             for f in floors:
                 plan, s = plans[f], stats[f]
                 t0 = time.perf_counter()
@@ -82,14 +104,20 @@ def main() -> int:
                     s["cut" if shown else "hidden"] += 1
                 if shown:
                     s["shown"] += 1
-                    s["parse"] += parses(prefix, shown)
+                    if args.language == "python":
+                        s["parse"] += parses(text[:offset], shown)
+                    else:
+                        filled = text[:offset] + shown + text[suggestion.replace_end:]
+                        before = error_nodes(parse(text, spec).root_node)
+                        s["parse"] += error_nodes(parse(filled, spec).root_node) <= before
                 right, lines = right_lines(shown, real)
                 s["right"] += right
                 s["lines"] += lines
     finally:
         engine.shutdown()
+    where = "the standard library" if args.language == "python" else "npm's JavaScript"
     head = (f"{cpu_name()}, {args.threads} threads, default model ({engine.weights} weights), {planned} empty "
-            f"function bodies of the standard library (seed {args.seed}), the server's plan and shaping")
+            f"function bodies of {where} (seed {args.seed}), the server's plan and shaping")
     rows = []
     for f in floors:
         s = stats[f]

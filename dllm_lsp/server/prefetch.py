@@ -39,6 +39,13 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class _Running:
+    place: tuple[str, int]  # the text and offset filled: the suggestion accepted, Enter pressed
+    origin: tuple[str, int]  # the text and offset once the suggestion is accepted, before Enter
+    task: asyncio.Task
+
+
 @dataclass
 class PrefetchStats:
     started: int = 0
@@ -54,9 +61,7 @@ class NextLinePrefetch:
     def __init__(self, ls: "DllmServer") -> None:
         self.ls = ls
         self.stats = PrefetchStats()
-        # uri -> (place, origin, task): the place filled (text and offset after the accept and
-        # Enter) and its origin (text and offset once the suggestion is accepted, before Enter).
-        self._running: dict[str, tuple[tuple[str, int], tuple[str, int], asyncio.Task]] = {}
+        self._running: dict[str, _Running] = {}  # per document
 
     def enabled(self) -> bool:
         opts = self.ls.options
@@ -74,7 +79,7 @@ class NextLinePrefetch:
             return
         place = (text[:edit.start] + edit.text + text[edit.end:], edit.cursor)
         running = self._running.get(doc.uri)
-        if running is not None and running[0] == place and not running[2].done():
+        if running is not None and running.place == place and not running.task.done():
             return  # typing through the suggestion: the same place is being filled
         origin = (text[:suggestion.offset] + suggestion.text + text[suggestion.replace_end:],
                   suggestion.offset + len(suggestion.text))
@@ -84,7 +89,7 @@ class NextLinePrefetch:
         self.cancel(doc.uri)
         self.stats.started += 1
         task = asyncio.ensure_future(self._fill(ahead, edit.cursor))
-        self._running[doc.uri] = (place, origin, task)
+        self._running[doc.uri] = _Running(place, origin, task)
         task.add_done_callback(lambda t, uri=doc.uri: self._forget(uri, t))
 
     async def join(self, uri: str, text: str, offset: int) -> bool:
@@ -92,9 +97,9 @@ class NextLinePrefetch:
         pressed Enter before it finished) and say so; the caller then reads the cache. A
         request cancelled meanwhile leaves the prefetch running for the next one."""
         running = self._running.get(uri)
-        if running is None or running[0] != (text, offset) or running[2].done():
+        if running is None or running.place != (text, offset) or running.task.done():
             return False
-        task = running[2]
+        task = running.task
         try:
             await asyncio.shield(task)
         except asyncio.CancelledError:
@@ -108,14 +113,14 @@ class NextLinePrefetch:
         of the accepted suggestion, where the user presses Enter next (or leaves Insert mode
         and opens the line below: the same new line)."""
         running = self._running.get(uri)
-        return running is not None and running[1] == (text, offset) and not running[2].done()
+        return running is not None and running.origin == (text, offset) and not running.task.done()
 
     def cancel(self, uri: str) -> None:
         """A request of this document needs the engine: stop the prefetch (between passes)."""
         running = self._running.pop(uri, None)
-        if running is not None and not running[2].done():
+        if running is not None and not running.task.done():
             self.stats.cancelled += 1
-            running[2].cancel()
+            running.task.cancel()
 
     def cancel_all(self) -> None:
         for uri in list(self._running):
@@ -145,7 +150,7 @@ class NextLinePrefetch:
 
     def _forget(self, uri: str, task: asyncio.Task) -> None:
         running = self._running.get(uri)
-        if running is not None and running[2] is task:
+        if running is not None and running.task is task:
             del self._running[uri]
         if not task.cancelled() and task.exception() is not None:
             log.error("next-line prefetch failed for %s", uri, exc_info=task.exception())

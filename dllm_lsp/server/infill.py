@@ -47,6 +47,8 @@ class Suggestion:
     text: str  # to insert at `offset`
     offset: int
     replace_end: int  # the insertion replaces text[offset:replace_end]
+    # Best of N's other fills at the same place (an explicit request), each shaped as any fill.
+    others: tuple["Suggestion", ...] = ()
 
 
 def language_enabled(doc: Document, options: ServerOptions) -> bool:
@@ -182,6 +184,18 @@ def unsure_lines(plan: Plan, text: str) -> str:
         lines.pop()
     kept = "\n".join(lines)
     return kept + "\n" if kept.strip() else ""
+
+
+def with_alternatives(plan: Plan, main: Suggestion, fill: HoleResult) -> Suggestion:
+    """`main` with the fill's alternatives (best of N's other fills, best read first) as its
+    others: shaped as any fill, none twice, none the same as `main`."""
+    others, seen = [], {main.text}
+    for text in fill.alternatives:
+        other = shape(plan, text)
+        if other is not None and other.text not in seen:
+            seen.add(other.text)
+            others.append(other)
+    return dataclasses.replace(main, others=tuple(others)) if others else main
 
 
 def shape(plan: Plan, completion: str) -> Suggestion | None:

@@ -30,5 +30,7 @@ def register(ls: "DllmServer") -> None:
             item = ls.next_edits.inline_item(params.text_document.uri, params.position) if ls.next_edits else None
             return types.InlineCompletionList(items=[item] if item is not None else [])
         suggestion, index = found
-        rng = index.range(suggestion.offset, suggestion.replace_end, ls.encoding)
-        return types.InlineCompletionList(items=[types.InlineCompletionItem(insert_text=suggestion.text, range=rng)])
+        # The best first; best of N's other fills after it (VS Code offers them as 1/N, 2/N).
+        return types.InlineCompletionList(items=[
+            types.InlineCompletionItem(insert_text=s.text, range=index.range(s.offset, s.replace_end, ls.encoding))
+            for s in (suggestion, *suggestion.others)])

@@ -32,7 +32,7 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
     `invoked`: the user asked for it explicitly (best of N, options.diffusion.invoked_candidates)."""
     arrived = time.perf_counter()
     # The syntax layer loads after `initialize` (server.preload), not on the way to it.
-    from .infill import Suggestion, language_enabled, plan_completion, request_for, shape_fill
+    from .infill import Suggestion, language_enabled, plan_completion, request_for, shape_fill, with_alternatives
 
     opts = ls.options
     if not opts.enable or not ls.engine.enabled:
@@ -56,8 +56,9 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
         doc = ls.documents.get(uri)
         if doc is None or doc.text != text:
             return None  # the document changed while waiting: the client asks again
-    # An explicit request is not answered "nothing" by a guess made for an automatic one.
-    cached = ls.cache.get(uri, doc.text, offset, empty=not invoked)
+    # An explicit request is a fresh best of N (its other fills offered too), never an answer
+    # kept from typing: not the suggestion on screen again, nor a "nothing" guessed for typing.
+    cached = None if invoked else ls.cache.get(uri, doc.text, offset)
     if cached is not None:
         ls.scheduler.supersede(key)  # the user moved on from whatever was pending
         ls.scheduler.stats.cache_hits += 1
@@ -108,6 +109,11 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
             ls.scheduler.stats.count_unsure(shown=suggestion is not None)
         if suggestion is None:
             return None
+        if result.holes[0].alternatives:  # best of N (an explicit request): the other fills too
+            try:
+                suggestion = with_alternatives(plan, suggestion, result.holes[0])
+            except Exception:
+                log.exception("shaping best of N's other fills failed; offering the best alone")
         ls.cache.put(uri, plan.text, offset, CachedSuggestion(suggestion.text, suggestion.replace_end - offset))
         current = ls.documents.get(uri)
         if current is not None:

@@ -54,17 +54,14 @@ class SuggestionCache:
         while len(self._entries) > self.capacity:
             self._entries.popitem(last=False)
 
-    def get(self, uri: str, text: str, offset: int, empty: bool = True) -> CachedSuggestion | None:
+    def get(self, uri: str, text: str, offset: int) -> CachedSuggestion | None:
         """The rest of a cached suggestion the user is typing through, or None; an empty text is
-        a prefetch that found nothing to suggest here, or a line's suggestion typed to its end.
-        `empty=False` (the user asked explicitly): only a suggestion answers, never "nothing"."""
+        a prefetch that found nothing to suggest here, or a line's suggestion typed to its end."""
         found = self._find(uri, text, offset)
         if found is None:
             return None
         key, entry, typed = found
         rest = entry.suggestion.text[typed:]
-        if not rest and not empty:
-            return None
         self._entries.move_to_end(key)
         if entry.suggestion.prefetched and typed == 0:
             self.prefetch_served += 1

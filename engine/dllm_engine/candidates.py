@@ -93,6 +93,7 @@ def _best(engine, hole: Hole, group: list[HoleResult]) -> HoleResult:
     except Exception:  # a fill is still an answer: keep the request's own
         log.exception("scoring %d candidate fills failed; keeping the first", len(texts))
         return dataclasses.replace(group[0], passes=passes)
-    best = texts[max(range(len(texts)), key=lambda i: (scores[i], -i))]
-    chosen = next(r for r in group if r.text == best)
-    return dataclasses.replace(chosen, passes=passes + 1)  # + the scoring pass
+    order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))  # best first; a tie keeps the earlier copy
+    chosen = next(r for r in group if r.text == texts[order[0]])
+    return dataclasses.replace(chosen, passes=passes + 1,  # + the scoring pass
+                               alternatives=[texts[i] for i in order[1:]])

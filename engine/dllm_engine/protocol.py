@@ -229,6 +229,9 @@ class HoleResult:
     tokens: int  # tokens committed in the fill (padding excluded)
     # Tokens committed at each pass, for "tokens per pass" statistics.
     committed_per_pass: list[int] = field(default_factory=list)
+    # Best of N (params.candidates): the other distinct fills, the best read first (an editor
+    # may offer them beside `text`); empty for a single fill.
+    alternatives: list[str] = field(default_factory=list)
 
 
 @dataclass

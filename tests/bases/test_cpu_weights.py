@@ -33,8 +33,10 @@ def test_a_second_load_reads_the_packed_int4_file_and_fills_the_same(base_engine
     from dllm_engine.engine import Engine, EngineConfig
     from dllm_engine.protocol import Hole, InfillRequest
 
-    packed = list(base_engine.loaded.path.glob("int4-packed-*.safetensors"))
-    assert len(packed) == 1  # written by the first int4 load (per torch version and dtype)
+    # Written by the first int4 load, one per torch version and dtype (a run at another dtype
+    # leaves its own beside it in the user's cache).
+    packed = base_engine.loaded.path / f"int4-packed-torch{torch.__version__}-{base_engine.config.dtype}.safetensors"
+    assert packed.exists(), sorted(p.name for p in base_engine.loaded.path.glob("int4-packed-*"))
     hole = Hole(prefix="def mean(values):\n    return ", suffix="\n", max_tokens=16, stop=("\n",))
     again = Engine(EngineConfig(model="default", threads=1))
     try:

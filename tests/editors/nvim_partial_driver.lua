@@ -1,7 +1,8 @@
--- Drives the plugin's partial accept headless (Neovim 0.7 to 0.11) and writes what it saw as
--- JSON for test_nvim_partial_accept.py: at an empty body, the ghost text; the accept-word key,
--- the accept-line key twice (the buffer, the cursor and the ghost after each); then, with
--- nothing shown, the accept-word key does what it did before. The keys go through Neovim's own
+-- Drives the plugin's partial accept and cycling headless (Neovim 0.7 to 0.11) and writes what
+-- it saw as JSON for test_nvim_partial_accept.py: at an empty body, the ghost text; the
+-- accept-word key, the accept-line key twice (the buffer, the cursor and the ghost after each);
+-- then, with nothing shown, the accept-word key does what it did before; on a new line, the
+-- next-suggestion key asks for more and it and the previous key step through them. The keys go through Neovim's own
 -- loop (mapped, as a person's), a timer resumes the steps.
 -- Environment: as nvim_harness.lua reads it.
 local H = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "nvim_harness.lua")
@@ -51,6 +52,24 @@ H.run(function()
     snapshot("after_second_line")
     keys(options.accept_word) -- nothing shown: the key's own meaning (<M-Right>: nothing typed)
     snapshot("after_word_without_ghost")
+    -- Cycling: a new line's typed suggestion is one; the next key asks for more (an explicit
+    -- request, best of N with its other fills), then steps through them and wraps.
+    keys("<Esc>o")
+    if not wait_for(function() return ghost.shown() ~= nil end, timeout) then
+      error("no ghost text on the new line")
+    end
+    snapshot("typed_one")
+    keys(options.next)
+    wait_for(function() return ghost.shown() ~= nil and ghost.shown() ~= result.typed_one.ghost end, timeout)
+    snapshot("asked_more")
+    result.cycled = {}
+    for _, k in ipairs({ options.next, options.next, options.next, options.prev }) do
+      keys(k)
+      snapshot("cycle")
+      result.cycled[#result.cycled + 1] = result.cycle.ghost or vim.NIL
+    end
+    keys(options.accept)
+    snapshot("accepted_cycled")
     keys("<Esc>")
   end)
 

@@ -37,6 +37,9 @@ class ScriptedEngine:
     prepare_requests: list = field(default_factory=list)
     prepare_delay: float = 0.0
     prepares_stopped: int = 0
+    # Best of N (params.candidates > 1): a hole whose prefix ends with a key gets these as its
+    # other fills, as the engine's candidates.py returns them (best read first).
+    alternatives: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.tokenizer = TextTokenizer(SMALL_MODEL_DIR / "tokenizer.json")
@@ -44,17 +47,19 @@ class ScriptedEngine:
     def fill(self, prefix: str) -> str:
         return next((text for key, text in self.rules if prefix.endswith(key)), "")
 
-    def _fill_hole(self, hole) -> HoleResult:
+    def _fill_hole(self, hole, candidates: int = 1) -> HoleResult:
         """A hole whose min_token_prob is above `prob` ends unsure half-way, as the engine's does."""
         text = self.fill(hole.prefix)
         if hole.min_token_prob is not None and self.prob < hole.min_token_prob:
             return HoleResult(text[: len(text) // 2], "unsure", 1, 1)
-        return HoleResult(text, "end", 1, 1)
+        others = next((alts for key, alts in self.alternatives.items() if hole.prefix.endswith(key)), [])
+        return HoleResult(text, "end", 1, 1, alternatives=list(others[:candidates - 1]))
 
     def submit(self, request, on_event=None, on_settled=None):
         self.infill_requests.append(request)
         future: Future = Future()
-        result = InfillResult(request.request_id, [self._fill_hole(h) for h in request.holes], self.model_name, 1.0)
+        result = InfillResult(request.request_id, [self._fill_hole(h, request.params.candidates) for h in request.holes],
+                              self.model_name, 1.0)
         delay = max((d for key, d in self.delays.items() if any(h.prefix.endswith(key) for h in request.holes)),
                     default=0.0)
         timer = threading.Timer(delay, lambda: future.done() or future.set_result(result))

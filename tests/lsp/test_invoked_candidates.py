@@ -52,6 +52,21 @@ async def test_invoked_inline_completions_ask_for_best_of_n(client, scripted):
     assert asked_by_editor(scripted)[-1].params.candidates == 3
 
 
+async def test_best_of_n_s_other_fills_come_as_further_items(client, scripted):
+    """The engine's other fills (best read first) follow the best as further inline items, each
+    shaped as any fill: one that shaping drops or that repeats another is not offered."""
+    scripted.engine.alternatives = {"        ": ["s = s + x", "s += x", "s = s + x  ", "s += (x"]}
+    await start(client, engine={"mode": "remote", "url": scripted.url}, debounceMs=0,
+                diffusion={"invokedCandidates": 4})
+    await wait_for(lambda: any(s["state"] == "ready" for s in client.statuses), 20, "engine ready")
+    open_doc(client, URI, TEXT)
+    asked = await ask(client, types.InlineCompletionTriggerKind.Invoked)
+    assert [i.insert_text for i in asked.items] == ["s += x", "s = s + x"], asked.items
+    assert all(i.range.start == pos(3, 8) for i in asked.items)
+    typed = await ask(client, types.InlineCompletionTriggerKind.Automatic)  # the cache: the best alone
+    assert [i.insert_text for i in typed.items] == ["s += x"]
+
+
 def test_the_setting_is_checked_and_many_holes_share_the_fill_budget():
     opts, errors = parse_options({"diffusion": {"invokedCandidates": 9}})
     assert errors and "invokedCandidates" in errors[0] and opts.diffusion.invoked_candidates == 2

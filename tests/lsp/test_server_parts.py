@@ -226,9 +226,7 @@ def test_a_prefetched_entry_is_counted_once_when_served_at_its_place():
     typed = text[:24] + "ret" + text[24:]
     assert cache.get("u", typed, 27).text == "urn y" and cache.prefetch_served == 1  # typing through it
     whole = text[:24] + "return y" + text[24:]
-    # Typed to its line's end: "nothing more on this line" for an automatic request (Enter comes
-    # next), no answer at all for an explicit one (the engine is asked).
-    assert cache.get("u", whole, 32, empty=False) is None
+    # Typed to its line's end: "nothing more on this line" (Enter comes next).
     assert cache.get("u", whole, 32) == CachedSuggestion("", 0, True) and cache.prefetch_served == 1
 
 

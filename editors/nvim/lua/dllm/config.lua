@@ -35,6 +35,10 @@ M.defaults = {
     -- Ask for a suggestion now: an explicit request, which the server fills best of N
     -- (settings.diffusion.invokedCandidates); before 0.12 only (0.12 draws its own).
     suggest = "<M-\\>",
+    -- The next / previous of the suggestions offered here; with only one, ask for more (an
+    -- explicit request: best of N, whose other fills come as further suggestions).
+    next = "<M-]>",
+    prev = "<M-[>",
     -- Normal-mode keys for a next-edit proposal (see next_edit.lua).
     accept_edit = "<Tab>",
     jump_edit = "<S-Tab>",

@@ -55,10 +55,8 @@ local function draw(bufnr, ghost)
   vim.api.nvim_buf_set_extmark(bufnr, ns, ghost.row, ghost.cursor_col, opts)
 end
 
--- Turn the first item of a response into a ghost for the cursor at (row, col).
-local function ghost_from(result, bufnr, row, col, encoding)
-  local items = result and (result.items or result) or {}
-  local item = items[1]
+-- Turn an item of a response into a ghost for the cursor at (row, col), or nil.
+local function ghost_from(item, bufnr, row, col, encoding)
   if not item or item.insertText == nil then
     return nil
   end
@@ -104,10 +102,18 @@ function M.request(bufnr, invoked)
       or not vim.api.nvim_get_mode().mode:match("^i") then
       return
     end
-    local ghost = ghost_from(result, bufnr, cursor[1] - 1, cursor[2], client.offset_encoding)
-    if ghost then
-      b.item = ghost
-      draw(bufnr, ghost)
+    -- The first item is shown; the others (best of N's other fills) are a key away (M.cycle).
+    local ghosts = {}
+    for _, item in ipairs(result and (result.items or result) or {}) do
+      ghosts[#ghosts + 1] = ghost_from(item, bufnr, cursor[1] - 1, cursor[2], client.offset_encoding)
+    end
+    -- Asked for by the cycling keys: show the one after (or before) the best, which was on screen.
+    local step = invoked and b.cycle_step or 0
+    b.cycle_step = nil
+    if #ghosts > 0 then
+      local index = (step % #ghosts) + 1
+      b.item, b.items, b.index = ghosts[index], ghosts, index
+      draw(bufnr, ghosts[index])
     end
   end, bufnr)
 end
@@ -200,6 +206,28 @@ end
 
 function M.accept_line(bufnr)
   return accept_part(bufnr, next_line)
+end
+
+-- Show the next (`step` 1) or previous (-1) of the suggestions the server offered here. With
+-- only one, ask for more: an explicit request, which the server fills best of N and answers
+-- with the other fills too (as Copilot's cycling keys do). False where Neovim draws its own.
+function M.cycle(bufnr, step)
+  bufnr = bufnr or vim.api.nvim_get_current_buf()
+  if M.native then
+    return false
+  end
+  local b = marks.buffers[bufnr]
+  if not b then
+    return false
+  end
+  if not b.item or not b.items or #b.items < 2 or b.items[b.index] ~= b.item then
+    b.cycle_step = step
+    return M.suggest(bufnr)
+  end
+  b.index = (b.index - 1 + step) % #b.items + 1
+  b.item = b.items[b.index]
+  draw(bufnr, b.item)
+  return true
 end
 
 function M.dismiss(bufnr)

@@ -26,6 +26,8 @@ function M.attach(bufnr)
   map(bufnr, keys.accept_word, ghost.accept_word, "dllm: accept the ghost text's next word")
   map(bufnr, keys.accept_line, ghost.accept_line, "dllm: accept the ghost text's next line")
   map(bufnr, keys.suggest, ghost.suggest, "dllm: suggest now (best of N)")
+  map(bufnr, keys.next, function(b) return ghost.cycle(b, 1) end, "dllm: next suggestion")
+  map(bufnr, keys.prev, function(b) return ghost.cycle(b, -1) end, "dllm: previous suggestion")
   map(bufnr, keys.dismiss, ghost.dismiss, "dllm: dismiss ghost text")
 end
 

@@ -107,7 +107,8 @@ def register(ls: "DllmServer") -> None:
             "engineFailures": ls.engine.failures,
             "lastResult": None if last is None else {
                 "passes": last.passes, "elapsedMs": last.elapsed_ms, "model": last.model,
-                "holes": [{"text": h.text, "finishReason": h.finish_reason, "tokens": h.tokens} for h in last.holes]},
+                "holes": [{"text": h.text, "finishReason": h.finish_reason, "tokens": h.tokens,
+                           "alternatives": len(h.alternatives)} for h in last.holes]},
             "engineHealth": health,
             "engineAnswerMs": list(ls.scheduler.engine_answers),
             "maxRssKb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,

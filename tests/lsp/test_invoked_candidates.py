@@ -11,7 +11,7 @@ from dllm_lsp.server.infill import request_for
 from dllm_lsp.server.options import parse_options
 from dllm_engine.protocol import Hole
 
-from .conftest import open_doc, pos, start, wait_for
+from .conftest import command, open_doc, pos, start, wait_for
 from .scripted_engine import ScriptedDaemon
 
 URI = "file:///tmp/project/totals.py"
@@ -77,3 +77,24 @@ def test_the_setting_is_checked_and_many_holes_share_the_fill_budget():
     many = request_for([Hole(prefix="x")] * 100, opts, invoked=True)
     many.validate()  # 100 holes x 3 fills would be over the engine's 256 per request
     assert many.params.candidates == 2
+
+
+@pytest.mark.slow
+async def test_the_default_model_s_other_fills_reach_the_editor(client):
+    """The real default model in process: an explicit request at a hole of examples/holes
+    (best of 4) answers the best first, then other fills from the engine's own alternatives,
+    each distinct and at the cursor."""
+    text = "def total(xs):\n    s = 0\n    for x in xs:\n        \n    return s\n"
+    await start(client, engine={"model": "default"}, diffusion={"invokedCandidates": 4}, prefetchNextLine=False)
+    await wait_for(lambda: client.statuses and client.statuses[-1]["state"] in ("ready", "error"), 120,
+                   "the default model to load")
+    assert client.statuses[-1]["state"] == "ready", client.statuses[-1]
+    open_doc(client, URI, text)
+    asked = await ask(client, types.InlineCompletionTriggerKind.Invoked)
+    last = (await command(client, "dllm.serverStats"))["lastResult"]
+    assert last["model"] == "default" and asked.items, last
+    fill = last["holes"][0]
+    texts = [i.insert_text for i in asked.items]
+    assert len(set(texts)) == len(texts) and all(i.range.start == pos(3, 8) for i in asked.items), texts
+    assert len(texts) - 1 <= fill["alternatives"] <= 3, (texts, fill)
+

@@ -83,7 +83,9 @@ local function ghost_from(item, bufnr, row, col, encoding)
 end
 
 -- `invoked`: the user asked (the suggest key), not a pause in typing.
-function M.request(bufnr, invoked)
+-- `step`: asked for by the cycling keys (1 next, -1 previous): the answer's best was on screen
+-- already, so the one after (or before) it is shown.
+function M.request(bufnr, invoked, step)
   local b = marks.buffers[bufnr]
   local client = b and vim.lsp.get_client_by_id(b.client_id)
   if not client or not vim.api.nvim_get_mode().mode:match("^i") then
@@ -107,11 +109,8 @@ function M.request(bufnr, invoked)
     for _, item in ipairs(result and (result.items or result) or {}) do
       ghosts[#ghosts + 1] = ghost_from(item, bufnr, cursor[1] - 1, cursor[2], client.offset_encoding)
     end
-    -- Asked for by the cycling keys: show the one after (or before) the best, which was on screen.
-    local step = invoked and b.cycle_step or 0
-    b.cycle_step = nil
     if #ghosts > 0 then
-      local index = (step % #ghosts) + 1
+      local index = ((step or 0) % #ghosts) + 1
       b.item, b.items, b.index = ghosts[index], ghosts, index
       draw(bufnr, ghosts[index])
     end
@@ -128,13 +127,13 @@ end
 
 -- Ask now, as the user's own request; false when Neovim draws ghost text itself
 -- (0.12+) or no server is attached to the buffer.
-function M.suggest(bufnr)
+function M.suggest(bufnr, step)
   bufnr = bufnr or vim.api.nvim_get_current_buf()
   if M.native or not marks.buffers[bufnr] then
     return false
   end
   marks.buffers[bufnr].timer:stop() -- a pending automatic request is superseded
-  M.request(bufnr, true)
+  M.request(bufnr, true, step)
   return true
 end
 
@@ -221,8 +220,7 @@ function M.cycle(bufnr, step)
     return false
   end
   if not b.item or not b.items or #b.items < 2 or b.items[b.index] ~= b.item then
-    b.cycle_step = step
-    return M.suggest(bufnr)
+    return M.suggest(bufnr, step)
   end
   b.index = (b.index - 1 + step) % #b.items + 1
   b.item = b.items[b.index]

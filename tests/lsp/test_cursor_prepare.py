@@ -166,12 +166,13 @@ async def test_a_move_elsewhere_cancels_the_next_line_s_prefetch(client, scripte
     await wait_for(lambda: scripted.engine.prepare_requests, 10, "the prepare")
 
 
-async def test_a_rest_at_the_end_of_the_accepted_suggestion_leaves_the_prefetch_running(client, scripted):
-    """Neovim: Tab, Esc (the cursor rests at the accepted line's end), `o`: the line `o` opens is
-    the one Enter makes, so the prefetch of it must survive the rest."""
-    next_place = "s += x\n        "
-    scripted.engine.rules = [(next_place, "print(s)"), ("        ", "s += x")]
-    scripted.engine.delays = {next_place: 1.5}
+NEXT_PLACE = "s += x\n        "  # the prefix's end after taking line 3's suggestion and Enter
+
+
+async def accepted_while_prefetching(client, scripted) -> None:
+    """Line 3's suggestion shown, the next line's prefetch filling (1.5 s), the suggestion taken."""
+    scripted.engine.rules = [(NEXT_PLACE, "print(s)"), ("        ", "s += x")]
+    scripted.engine.delays = {NEXT_PLACE: 1.5}
     await start(client, engine={"mode": "remote", "url": scripted.url}, debounceMs=0)
     await wait_for(lambda: any(s["state"] == "ready" for s in client.statuses), 20, "engine ready")
     open_doc(client, URI, TEXT)
@@ -182,6 +183,12 @@ async def test_a_rest_at_the_end_of_the_accepted_suggestion_leaves_the_prefetch_
         text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
         content_changes=[types.TextDocumentContentChangePartial(
             range=types.Range(start=pos(3, 8), end=pos(3, 8)), text="s += x")]))
+
+
+async def test_a_rest_at_the_end_of_the_accepted_suggestion_leaves_the_prefetch_running(client, scripted):
+    """Neovim: Tab, Esc (the cursor rests at the accepted line's end), `o`: the line `o` opens is
+    the one Enter makes, so the prefetch of it must survive the rest."""
+    await accepted_while_prefetching(client, scripted)
     rest_at(client, 3, 14, version=2)
     rest_at(client, 3, 13, version=2)  # one character short of it: not that place (prepared, cancels)
     await wait_for(lambda: scripted.engine.prepare_requests, 10, "the prepare one short")
@@ -191,19 +198,7 @@ async def test_a_rest_at_the_end_of_the_accepted_suggestion_leaves_the_prefetch_
 
 
 async def test_the_prefetch_survives_a_rest_at_the_accepted_line_s_end_and_serves_the_line_below(client, scripted):
-    next_place = "s += x\n        "
-    scripted.engine.rules = [(next_place, "print(s)"), ("        ", "s += x")]
-    scripted.engine.delays = {next_place: 1.5}
-    await start(client, engine={"mode": "remote", "url": scripted.url}, debounceMs=0)
-    await wait_for(lambda: any(s["state"] == "ready" for s in client.statuses), 20, "engine ready")
-    open_doc(client, URI, TEXT)
-    await inline(client, URI, 3, 8)
-    await wait_for(lambda: any(r.priority == "batch" and r.holes[0].max_tokens > 1
-                               for r in scripted.engine.infill_requests), 10, "the prefetch")
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
-        content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=pos(3, 8), end=pos(3, 8)), text="s += x")]))
+    await accepted_while_prefetching(client, scripted)
     rest_at(client, 3, 14, version=2)
     client.text_document_did_change(types.DidChangeTextDocumentParams(  # `o`: the line below, indented
         text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=3),
@@ -214,4 +209,3 @@ async def test_the_prefetch_survives_a_rest_at_the_accepted_line_s_end_and_serve
     assert stats["prefetch"]["served"] == 1 and stats["prefetch"]["cancelled"] == 0, stats
     assert stats["cursorPrepare"]["prefetching"] == 1 and not scripted.engine.prepare_requests
     assert not scripted.engine.cancelled_requests
-

@@ -40,12 +40,17 @@ async def ready(client, scripted, **settings) -> None:
     open_doc(client, URI, TEXT)
 
 
-def accept_and_enter(client, version: int = 2) -> None:
-    """What the editor sends when the user takes line 3's ghost text and presses Enter."""
+def insert(client, version: int, line: int, character: int, text: str) -> None:
+    """The editor's change when `text` is typed (or a suggestion taken) at (line, character)."""
     client.text_document_did_change(types.DidChangeTextDocumentParams(
         text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=version),
         content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=pos(3, 8), end=pos(3, 8)), text=NEXT_PLACE)]))
+            range=types.Range(start=pos(line, character), end=pos(line, character)), text=text)]))
+
+
+def accept_and_enter(client, version: int = 2) -> None:
+    """What the editor sends when the user takes line 3's ghost text and presses Enter."""
+    insert(client, version, 3, 8, NEXT_PLACE)
 
 
 async def prefetch_stats(client) -> dict:
@@ -84,10 +89,7 @@ async def test_a_request_that_needs_the_engine_cancels_the_prefetch(client, scri
     await inline(client, URI, 3, 8)
     await wait_for(lambda: len(by_priority(scripted, "batch")) == 1, 10, "the prefetch's engine request")
     # The user does not take the suggestion: a new line elsewhere, and a request there.
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
-        content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=pos(1, 9), end=pos(1, 9)), text="\n    ")]))
+    insert(client, 2, 1, 9, "\n    ")
     t0 = time.perf_counter()
     other = await inline(client, URI, 2, 4)
     assert time.perf_counter() - t0 < 10
@@ -119,16 +121,10 @@ async def test_a_request_at_the_end_of_the_accepted_line_leaves_the_prefetch_run
     await ready(client, scripted)
     await inline(client, URI, 3, 8)
     await wait_for(lambda: len(by_priority(scripted, "batch")) == 1, 10, "the prefetch's engine request")
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
-        content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=pos(3, 8), end=pos(3, 8)), text="s += x")]))
+    insert(client, 2, 3, 8, "s += x")
     assert not (await inline(client, URI, 3, 14)).items
     assert (await prefetch_stats(client))["cancelled"] == 0
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=3),
-        content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=pos(3, 14), end=pos(3, 14)), text="\n        ")]))
+    insert(client, 3, 3, 14, "\n        ")
     assert [i.insert_text for i in (await inline(client, URI, 4, 8)).items] == ["print(s)"]
     stats = await prefetch_stats(client)
     assert stats["served"] == 1 and stats["cancelled"] == 0, stats
@@ -138,10 +134,7 @@ async def test_a_request_at_the_end_of_the_accepted_line_leaves_the_prefetch_run
 async def test_an_explicit_request_at_the_end_of_the_accepted_line_asks_the_engine(client, scripted):
     await ready(client, scripted)
     await inline(client, URI, 3, 8)
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
-        content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=pos(3, 8), end=pos(3, 8)), text="s += x")]))
+    insert(client, 2, 3, 8, "s += x")
     await client.text_document_inline_completion_async(types.InlineCompletionParams(
         text_document=types.TextDocumentIdentifier(uri=URI), position=pos(3, 14),
         context=types.InlineCompletionContext(trigger_kind=types.InlineCompletionTriggerKind.Invoked)))

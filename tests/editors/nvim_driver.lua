@@ -27,16 +27,7 @@ local row = tonumber(env.DLLM_LINE or "2")
 vim.api.nvim_win_set_cursor(0, { row, 0 })
 local step_error
 local co = coroutine.create(function()
-  local function wait_for(cond, ms)
-    local deadline = uv.now() + ms
-    while not cond() do
-      if uv.now() > deadline then
-        return false
-      end
-      coroutine.yield()
-    end
-    return true
-  end
+  local wait_for = H.wait_for -- resumed by the timer below
   -- No ghost text is recorded (ghost = nil), not an error: test_nvim.py decides.
   if wait_for(function() return ghost.shown() ~= nil end, ghost_timeout) then
     log("ghost")

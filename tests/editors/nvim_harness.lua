@@ -51,6 +51,40 @@ function H.wait_attached()
   H.log("attached")
 end
 
+local uv = vim.uv or vim.loop
+
+-- Inside H.steps: wait until `cond()` holds (true) or `ms` pass (false), the loop running.
+function H.wait_for(cond, ms)
+  local deadline = uv.now() + ms
+  while not cond() do
+    if uv.now() > deadline then
+      return false
+    end
+    coroutine.yield()
+  end
+  return true
+end
+
+function H.sleep(ms)
+  H.wait_for(function() return false end, ms)
+end
+
+-- Runs `body` as steps a 20 ms timer resumes (the keys it feeds go through Neovim's own loop,
+-- as a person's), then finishes: a Lua error is the failure's message. Returns at once: Neovim's
+-- main loop runs from there.
+function H.steps(body)
+  local co = coroutine.create(body)
+  local timer = uv.new_timer()
+  timer:start(20, 20, vim.schedule_wrap(function()
+    local ok, err = coroutine.resume(co)
+    if not ok or coroutine.status(co) == "dead" then
+      -- Stopped first: quitting runs the loop, and this timer must not resume the steps then.
+      timer:stop()
+      H.finish(ok, (not ok) and ("driver: " .. tostring(err)) or nil)
+    end
+  end))
+end
+
 -- Runs `main` and finishes: a Lua error is the failure's message, with its traceback.
 function H.run(main)
   local ok, err = xpcall(main, debug.traceback)

@@ -7,7 +7,6 @@
 -- Environment: as nvim_harness.lua reads it.
 local H = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "nvim_harness.lua")
 local result, timeout, log = H.result, H.timeout, H.log
-local uv = vim.uv or vim.loop
 
 local function keys(k)
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(k, true, false, true), "m", false)
@@ -21,21 +20,11 @@ H.run(function()
   H.wait_attached()
   vim.wait(timeout, function() return status.current ~= nil and status.current.state ~= "loading" end, 50)
 
-  local co = coroutine.create(function()
-    local function wait_for(cond, ms)
-      local deadline = uv.now() + ms
-      while not cond() do
-        if uv.now() > deadline then
-          return false
-        end
-        coroutine.yield()
-      end
-      return true
-    end
+  H.steps(function()
+    local wait_for, sleep = H.wait_for, H.sleep
     local function snapshot(name)
       -- Past the plugin's debounce: a request the change caused would have been answered.
-      local settle = uv.now() + 300
-      wait_for(function() return uv.now() >= settle end, 1000)
+      sleep(300)
       result[name] = { buffer = H.lines(), cursor = vim.api.nvim_win_get_cursor(0), ghost = ghost.shown() }
       log(name)
     end
@@ -72,13 +61,4 @@ H.run(function()
     snapshot("accepted_cycled")
     keys("<Esc>")
   end)
-
-  local timer = uv.new_timer()
-  timer:start(20, 20, vim.schedule_wrap(function()
-    local ok, err = coroutine.resume(co)
-    if not ok or coroutine.status(co) == "dead" then
-      timer:stop()
-      H.finish(ok, (not ok) and ("driver: " .. tostring(err)) or nil)
-    end
-  end))
 end)

@@ -6,7 +6,6 @@
 -- Environment: as nvim_harness.lua reads it; the file is tests/editors' REAL_SOURCE + "\n".
 local H = dofile(debug.getinfo(1, "S").source:sub(2):match("(.*/)") .. "nvim_harness.lua")
 local result, timeout, log = H.result, H.timeout, H.log
-local uv = vim.uv or vim.loop
 
 local function keys(k)
   vim.api.nvim_feedkeys(vim.api.nvim_replace_termcodes(k, true, false, true), "n", false)
@@ -36,20 +35,8 @@ H.run(function()
     return notify(...)
   end
 
-  local co = coroutine.create(function()
-    local function wait_for(cond, ms)
-      local deadline = uv.now() + ms
-      while not cond() do
-        if uv.now() > deadline then
-          return false
-        end
-        coroutine.yield()
-      end
-      return true
-    end
-    local function sleep(ms)
-      wait_for(function() return false end, ms)
-    end
+  H.steps(function()
+    local wait_for, sleep = H.wait_for, H.sleep
     local settle = result.rest_ms + 450
     local function at(name, k)
       step = name
@@ -97,15 +84,5 @@ H.run(function()
     at("back to Normal mode", "<Esc>")
     result.stats = stats()
   end)
-
-  local timer = uv.new_timer()
-  timer:start(20, 20, vim.schedule_wrap(function()
-    local ok, err = coroutine.resume(co)
-    if not ok or coroutine.status(co) == "dead" then
-      -- Stopped first: quitting runs the loop, and this timer must not resume the steps then.
-      timer:stop()
-      H.finish(ok, (not ok) and ("driver: " .. tostring(err)) or nil)
-    end
-  end))
   -- Returns: Neovim's main loop runs Normal mode from here, as for a person.
 end)

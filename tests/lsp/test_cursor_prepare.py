@@ -149,40 +149,37 @@ async def test_the_first_keystroke_at_a_prepared_place_finds_its_context_cached(
     assert answer["contextTokens"] - answer["cachedTokens"] <= 3, answer
 
 
-async def test_a_move_elsewhere_cancels_the_next_line_s_prefetch(client, scripted):
-    next_place = "s += x\n        "
-    scripted.engine.rules = [(next_place, "print(s)"), ("        ", "s += x")]
-    scripted.engine.delays = {next_place: 30.0}  # the prefetch would hold the engine for 30 s
+NEXT_PLACE = "s += x\n        "  # the prefix's end after taking line 3's suggestion and Enter
+
+
+async def shown_while_prefetching(client, scripted, seconds: float) -> None:
+    """Line 3's suggestion shown, the next line's prefetch filling (for `seconds`)."""
+    scripted.engine.rules = [(NEXT_PLACE, "print(s)"), ("        ", "s += x")]
+    scripted.engine.delays = {NEXT_PLACE: seconds}
     await start(client, engine={"mode": "remote", "url": scripted.url}, debounceMs=0)
     await wait_for(lambda: any(s["state"] == "ready" for s in client.statuses), 20, "engine ready")
     open_doc(client, URI, TEXT)
     await inline(client, URI, 3, 8)
     await wait_for(lambda: any(r.priority == "batch" and r.holes[0].max_tokens > 1
                                for r in scripted.engine.infill_requests), 10, "the prefetch")
+
+
+async def accepted_while_prefetching(client, scripted) -> None:
+    """Line 3's suggestion shown, the next line's prefetch filling (1.5 s), the suggestion taken."""
+    await shown_while_prefetching(client, scripted, 1.5)
+    client.text_document_did_change(types.DidChangeTextDocumentParams(
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        content_changes=[types.TextDocumentContentChangePartial(
+            range=types.Range(start=pos(3, 8), end=pos(3, 8)), text="s += x")]))
+
+
+async def test_a_move_elsewhere_cancels_the_next_line_s_prefetch(client, scripted):
+    await shown_while_prefetching(client, scripted, 30.0)  # the prefetch would hold the engine for 30 s
     rest_at(client, 1, 9)  # the user clicks elsewhere instead of taking the suggestion
     await wait_for(lambda: scripted.engine.cancelled_requests, 10, "the daemon to cancel the prefetch")
     assert scripted.engine.cancelled_requests[0].priority == "batch"
     assert (await command(client, "dllm.serverStats"))["prefetch"]["cancelled"] == 1
     await wait_for(lambda: scripted.engine.prepare_requests, 10, "the prepare")
-
-
-NEXT_PLACE = "s += x\n        "  # the prefix's end after taking line 3's suggestion and Enter
-
-
-async def accepted_while_prefetching(client, scripted) -> None:
-    """Line 3's suggestion shown, the next line's prefetch filling (1.5 s), the suggestion taken."""
-    scripted.engine.rules = [(NEXT_PLACE, "print(s)"), ("        ", "s += x")]
-    scripted.engine.delays = {NEXT_PLACE: 1.5}
-    await start(client, engine={"mode": "remote", "url": scripted.url}, debounceMs=0)
-    await wait_for(lambda: any(s["state"] == "ready" for s in client.statuses), 20, "engine ready")
-    open_doc(client, URI, TEXT)
-    await inline(client, URI, 3, 8)
-    await wait_for(lambda: any(r.priority == "batch" and r.holes[0].max_tokens > 1
-                               for r in scripted.engine.infill_requests), 10, "the prefetch")
-    client.text_document_did_change(types.DidChangeTextDocumentParams(
-        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
-        content_changes=[types.TextDocumentContentChangePartial(
-            range=types.Range(start=pos(3, 8), end=pos(3, 8)), text="s += x")]))
 
 
 async def test_a_rest_at_the_end_of_the_accepted_suggestion_leaves_the_prefetch_running(client, scripted):

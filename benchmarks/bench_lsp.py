@@ -103,19 +103,25 @@ def resolve(spec: str):
     return obj
 
 
-def replay_cases(chars: int, functions=None) -> list[tuple[str, str, int, str]]:
-    """(uri, document with the body removed, offset of the body, body to type)."""
+def replay_cases(chars: int, functions=None, start_at: str = "body") -> list[tuple[str, str, int, str]]:
+    """(uri, document with the typed text removed, offset where typing starts, text to type).
+
+    `start_at` "body": typing starts with the newline that ends the header, so the first
+    request is at the empty body (the one place the default policy, multiline: emptyBlock,
+    offers many lines), a place the server has seen nothing of. "header": the typist writes
+    the function from its `def` (decorators and the def's indentation stay), as someone
+    writing a new function does; `chars` counts the body's characters either way."""
     cases = []
     for fn in functions or FUNCTIONS:
         module_source = Path(inspect.getsourcefile(fn)).read_text()
         source = inspect.getsource(fn)
-        # Typing starts with the newline that ends the header, so the first pause is at the
-        # empty body: the one place the default policy (multiline: emptyBlock) offers many lines.
         header_end = source.index(":\n", source.index("def ")) + 1
-        start = module_source.index(source) + header_end
-        body = module_source[start:module_source.index(source) + len(source)]
-        doc = module_source[:start] + module_source[start + len(body):]
-        cases.append((Path(inspect.getsourcefile(fn)).as_uri() + f"#{fn.__name__}", doc, start, body[:chars]))
+        begin = module_source.index(source)
+        start = begin + (header_end if start_at == "body" else source.index("def "))
+        typed = module_source[start:begin + len(source)]
+        typed = typed[:chars + (0 if start_at == "body" else header_end - source.index("def "))]
+        doc = module_source[:start] + module_source[begin + len(source):]
+        cases.append((Path(inspect.getsourcefile(fn)).as_uri() + f"#{fn.__name__}", doc, start, typed))
     return cases
 
 
@@ -141,7 +147,7 @@ def keystrokes(body: str, auto_indent: bool) -> list[str]:
 
 async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str, settings: dict,
                  env: dict[str, str] = ENV, auto_indent: bool = False, functions=None,
-                 rest_s: float = 0.0, prepare: bool = False) -> dict:
+                 rest_s: float = 0.0, prepare: bool = False, start_at: str = "body") -> dict:
     client = LanguageClient("bench", "0")
     statuses: list[dict] = []
     client.feature("dllm/status")(lambda params: statuses.append(params._asdict() if hasattr(params, "_asdict") else params))
@@ -160,7 +166,7 @@ async def replay(chars: int, interval_s: float, pause_s: float, pause_after: str
     latencies, with_items, pending = [], [], []
     right = {"first_line": 0, "whole": 0}  # shown suggestions the typist then typed (their first line, all of it)
     after_enter: list[float | None] = []  # per Enter keystroke: the time to its suggestion, None for none
-    for uri, doc, offset, body in replay_cases(chars, functions):
+    for uri, doc, offset, body in replay_cases(chars, functions, start_at):
         client.text_document_did_open(types.DidOpenTextDocumentParams(text_document=types.TextDocumentItem(
             uri=uri, language_id="python", version=1, text=doc)))
         line = doc.count("\n", 0, offset)
@@ -293,6 +299,9 @@ async def main() -> None:
     ap.add_argument("--functions", default=None,
                     help="comma list of module:qualified.name to type instead of the default three "
                          "(e.g. argparse:HelpFormatter._format_usage: code typed deep in a large module)")
+    ap.add_argument("--start", default="body",
+                    help="comma list of body, header: where typing starts in each function (header: the typist "
+                         "writes its def line too), each replayed per model and every setting above; default: body")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
 
@@ -314,9 +323,10 @@ async def main() -> None:
     prepares = args.prepare.split(",") if args.prepare else [None]
     gates = args.line_min_prob.split(",") if args.line_min_prob else [None]
     block_gates = args.multiline_min_prob.split(",") if args.multiline_min_prob else [None]
+    starts = args.start.split(",")
     for model in args.models.split(","):
-        for policy, threads, prefetch, cap, empty_body, prepare, gate, block_gate in itertools.product(
-                policies, thread_counts, prefetches, caps, empty_bodies, prepares, gates, block_gates):
+        for policy, threads, prefetch, cap, empty_body, prepare, gate, block_gate, start_at in itertools.product(
+                policies, thread_counts, prefetches, caps, empty_bodies, prepares, gates, block_gates, starts):
             settings = {"engine": {"model": model}}
             if args.max_passes:
                 settings["diffusion"] = {"maxPasses": args.max_passes}
@@ -339,10 +349,11 @@ async def main() -> None:
             name += f", prepare {prepare}" if prepare else ""
             name += f", lineMinTokenProb {gate}" if gate else ""
             name += f", multilineMinTokenProb {block_gate}" if block_gate else ""
+            name += f", typed from the {start_at}" if len(starts) > 1 or start_at != "body" else ""
             name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
             typing[name] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000,
                                         args.pause_after, settings, server_env(threads), args.auto_indent,
-                                        functions, args.rest, prepare == "on")
+                                        functions, args.rest, prepare == "on", start_at)
     report = {"machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
               "cpu": cpu_name(), "interval_ms": args.interval_ms, "pause_ms": args.pause_ms,
               "pause_after": args.pause_after, "auto_indent": args.auto_indent,

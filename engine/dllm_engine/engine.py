@@ -60,6 +60,7 @@ from .families.family_runner import make_runner
 from .scheduler import ActiveHole, RequestState, Scheduler
 from .unsure_stop import unsure_slot
 from .start_ban import StartBans, starts_banned
+from .suffix_stop import suffix_cut, suffix_head
 
 log = logging.getLogger("dllm_engine")
 
@@ -783,13 +784,17 @@ class Engine:
                 a.head_draft = (last + 1, guess[:keep])
 
     def _stop_rule(self, a: ActiveHole) -> str | None:
-        """"end" once the committed head of a hole holds a line that leaves its block
-        (`stop_indent`, dedent_stop.py), a loop (`stop_repeats`, repeat_stop.py) or as many
-        lines as it may show (`max_lines`, line_cap.py); _finish_hole cuts the text there."""
+        """"end" once the committed head of a hole holds the code after the hole again
+        (`stop_at_suffix`, suffix_stop.py), a line that leaves its block (`stop_indent`,
+        dedent_stop.py), a loop (`stop_repeats`, repeat_stop.py) or as many lines as it may
+        show (`max_lines`, line_cap.py); _finish_hole cuts the text there."""
         hole = a.state.request.holes[a.index]
-        if not hole.stop_indent and not hole.stop_repeats and not hole.max_lines:
+        head = suffix_head(hole.suffix) if hole.stop_at_suffix else None
+        if not head and not hole.stop_indent and not hole.stop_repeats and not hole.max_lines:
             return None
         text = self._visible(self.tokenizer.decode(fill_tokens(a, self.special)), a)
+        if suffix_cut(text, head, hole.prefix) >= 0:
+            return "end"
         if hole.stop_indent and dedent_cut(text, hole.stop_indent) >= 0:
             return "end"
         if hole.max_lines and line_cap_cut(text, hole.max_lines) >= 0:
@@ -857,6 +862,9 @@ class Engine:
         if cut >= 0:
             text, reason = text[:cut], "end"
         hole = a.state.request.holes[a.index]
+        cut = suffix_cut(text, suffix_head(hole.suffix), hole.prefix) if hole.stop_at_suffix else -1
+        if cut >= 0:
+            text, reason = text[:cut], "end"
         cut = dedent_cut(text, hole.stop_indent) if hole.stop_indent else -1
         if cut >= 0:
             text, reason = text[:cut], "end"

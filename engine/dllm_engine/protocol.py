@@ -126,6 +126,11 @@ class Hole:
     # language server asks it of typing-triggered single-line suggestions and shows nothing for
     # an unsure fill: on held-out lines, wrong suggestions were the low-probability ones.
     min_token_prob: float | None = None
+    # The fill ends where it starts writing the code after the hole again (suffix_stop.py: the
+    # suffix's first line that holds something, two when that one is short), cut before it: a
+    # pretrained base never learned to end a middle, and where it wrote the middle right it
+    # goes on with the suffix. Off only for a caller that wants the model's text as it came.
+    stop_at_suffix: bool = True
 
     def __post_init__(self) -> None:
         for name in ("stop", "banned_starts"):
@@ -151,8 +156,9 @@ class Hole:
                 or not all(isinstance(s, str) and s.strip() and len(s) <= 16 for s in self.banned_starts)):
             raise ProtocolError("banned_starts must be a list of at most 32 strings of 1-16 characters, "
                                 f"not blank, got {self.banned_starts!r:.80}")
-        if not isinstance(self.stop_repeats, bool):
-            raise ProtocolError(f"stop_repeats must be true or false, got {self.stop_repeats!r:.40}")
+        for name in ("stop_repeats", "stop_at_suffix"):
+            if not isinstance(getattr(self, name), bool):
+                raise ProtocolError(f"{name} must be true or false, got {getattr(self, name)!r:.40}")
         if self.min_token_prob is not None and (not _is_number(self.min_token_prob)
                                                 or not (0.0 < self.min_token_prob < 1.0)):
             raise ProtocolError(f"min_token_prob must be a number in (0, 1), got {self.min_token_prob!r:.40}")

@@ -1,12 +1,14 @@
 """The stop rules on the default model: a multi-line fill ends where its block does
-(Hole.stop_indent) or after its lines (Hole.max_lines), in fewer passes, with the text of the
-fill without the rule cut by the same rule. fp32, so "the same" is exact."""
+(Hole.stop_indent), after its lines (Hole.max_lines) or where it writes the code after its hole
+again (Hole.stop_at_suffix), in fewer passes, with the text of the fill without the rule cut by
+the same rule. fp32, so "the same" is exact."""
 
 import pytest
 
 from dllm_engine.dedent_stop import dedent_cut
 from dllm_engine.line_cap import line_cap_cut
 from dllm_engine.protocol import Hole, InfillRequest
+from dllm_engine.suffix_stop import suffix_cut, suffix_head
 
 
 @pytest.fixture(scope="module")
@@ -23,11 +25,26 @@ SUFFIX = "\n    return lines\n"
 
 
 def test_a_multi_line_fill_stops_where_its_block_ends(engine):
-    free = engine.infill(InfillRequest(holes=[Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=64)])).holes[0]
+    free = engine.infill(InfillRequest(holes=[Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=64,
+                                                    stop_at_suffix=False)])).holes[0]
     cut = dedent_cut(free.text, 8)
     assert cut >= 0, f"the free fill never left its block: {free.text!r}"
     stopped = engine.infill(InfillRequest(holes=[Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=64,
-                                                      stop_indent=8)])).holes[0]
+                                                      stop_indent=8, stop_at_suffix=False)])).holes[0]
+    assert stopped.text == free.text[:cut] and stopped.finish_reason == "end"
+    assert stopped.passes < free.passes
+
+
+def test_a_fill_ends_where_it_writes_the_code_after_its_hole_again(engine):
+    """The default model fills the `with` block, then writes the suffix's `return lines`."""
+    def fill(rule):
+        return engine.infill(InfillRequest(holes=[Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=64,
+                                                       stop_at_suffix=rule)])).holes[0]
+
+    free = fill(False)
+    cut = suffix_cut(free.text, suffix_head(SUFFIX), PREFIX)
+    assert cut > 0, f"the free fill never wrote the suffix's first line: {free.text!r}"
+    stopped = fill(True)
     assert stopped.text == free.text[:cut] and stopped.finish_reason == "end"
     assert stopped.passes < free.passes
 

@@ -35,3 +35,17 @@ def test_chunks_join_to_the_final_text():
     parts = [s.settled(t) for t in ("", "de", "def\ufffd", "def é", "def é(")]
     parts.append(s.final("def é(x):"))
     assert "".join(parts) == "def é(x):" and all(p != "\ufffd" for p in parts)
+
+
+def test_the_suffixs_head_is_held_back_and_cuts_the_stream_where_the_engine_cuts_the_fill():
+    from dllm_engine.protocol import Hole
+
+    s = FillStream.for_hole(Hole(prefix="def f(xs):\n    n = 0\n", suffix="    return n\n"))
+    sent = [s.settled(t) for t in ("    n += 1\n", "    n += 1\n    ret", "    n += 1\n    return n\n    x")]
+    assert "".join(sent) == "    n += 1\n" and s.final("    n += 1\n") == ""
+    # deeper indentation is no echo of an indented head: sent on
+    s = FillStream.for_hole(Hole(prefix="if a:\n", suffix="    return n\n"))
+    assert s.settled("        return n\n    re") == "        return n\n"  # "    re" may begin the head
+    # the rule off: the head is text like any other
+    s = FillStream.for_hole(Hole(prefix="x\n", suffix="    return n\n", stop_at_suffix=False))
+    assert s.settled("    return n\n") == "    return n\n"

@@ -68,7 +68,7 @@ def _envelope(req: InfillRequest, name: str, kind: str) -> dict:
 
 
 async def _chunks(session: FillSession, req: InfillRequest, body: ChatBody, name: str):
-    streams = [FillStream(h.stop) for h in req.holes]
+    streams = [FillStream.for_hole(h) for h in req.holes]
     extra = {"usage": None} if body.include_usage else {}
 
     def chunk(index: int, delta: dict, reason: str | None = None) -> bytes:

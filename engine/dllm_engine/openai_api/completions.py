@@ -91,7 +91,7 @@ async def create_completion(request: Request, api) -> JSONResponse | StreamingRe
 
 async def _chunks(session: FillSession, req: InfillRequest, body: CompletionBody, name: str):
     created = int(time.time())
-    streams = [FillStream(h.stop) for h in req.holes]
+    streams = [FillStream.for_hole(h) for h in req.holes]
     extra = {"usage": None} if body.include_usage else {}
 
     def chunk(index: int, text: str, reason: str | None) -> bytes:

@@ -7,7 +7,9 @@ those tokens are final, but their text is not yet all sendable:
   until the next token completes it: trailing U+FFFD is held back;
 - a stop string may begin in the settled text and end in tokens still masked, and
   the final fill is cut before the first stop: a tail that is the beginning of a
-  stop is held back, and a stop found whole cuts the stream there.
+  stop is held back, and a stop found whole cuts the stream there. The suffix's head
+  (`Hole.stop_at_suffix`, suffix_stop.py) is such a stop too, found where the engine
+  finds it.
 What is sent is therefore always a prefix of the final text, so the chunks of a fill
 join to exactly the text the same request gets without streaming.
 """
@@ -17,32 +19,43 @@ from __future__ import annotations
 import json
 import logging
 
+from ..protocol import Hole
+from ..suffix_stop import suffix_cut, suffix_head
+
 log = logging.getLogger("dllm_engine.daemon")
 
 REPLACEMENT = "\ufffd"  # what a decoder writes for a partial UTF-8 sequence
 
 
-def sendable(text: str, stop: tuple[str, ...]) -> str:
-    """The longest prefix of settled `text` that no later token can change."""
+def sendable(text: str, stop: tuple[str, ...], head: str | None = None, prefix: str = "") -> str:
+    """The longest prefix of settled `text` that no later token can change (`head`: the
+    suffix's, which ends the fill where suffix_cut finds it after `prefix`)."""
     text = text.rstrip(REPLACEMENT)
     found = [i for i in (text.find(s) for s in stop) if i >= 0]
+    if (at := suffix_cut(text, head, prefix)) >= 0:
+        found.append(at)
     if found:  # the final fill is cut before the first stop found whole
         text = text[: min(found)]
     # A stop may still start in a tail of `text` that is a beginning of it: hold that tail.
-    held = max((k for s in stop for k in range(1, min(len(s), len(text) + 1)) if text.endswith(s[:k])), default=0)
+    ends = (*stop, head) if head else stop
+    held = max((k for s in ends for k in range(1, min(len(s), len(text) + 1)) if text.endswith(s[:k])), default=0)
     return text[: len(text) - held]
 
 
 class FillStream:
     """The text one hole has sent, and what to send next."""
 
-    def __init__(self, stop: tuple[str, ...]) -> None:
-        self.stop = stop
+    def __init__(self, stop: tuple[str, ...], head: str | None = None, prefix: str = "") -> None:
+        self.stop, self.head, self.prefix = stop, head, prefix
         self.sent = ""
+
+    @classmethod
+    def for_hole(cls, hole: Hole) -> "FillStream":
+        return cls(hole.stop, suffix_head(hole.suffix) if hole.stop_at_suffix else None, hole.prefix)
 
     def settled(self, text: str) -> str:
         """The new text to send for the settled run `text` (maybe "")."""
-        safe = sendable(text, self.stop)
+        safe = sendable(text, self.stop, self.head, self.prefix)
         if len(safe) <= len(self.sent) or not safe.startswith(self.sent):
             return ""
         delta, self.sent = safe[len(self.sent):], safe

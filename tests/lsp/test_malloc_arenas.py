@@ -61,14 +61,14 @@ def test_a_limit_the_user_set_is_left_alone(monkeypatch):
     assert limit_arenas() is False
 
 
-# A 1 MB block freed, then asked for again: glibc's dynamic threshold has risen to it by then,
-# so the second comes from the arena unless the threshold is fixed (mallinfo2's hblks: blocks
-# served by their own mmap).
+# A block freed, then asked for again: glibc's dynamic threshold has risen to it by then, so the
+# second comes from the arena unless the threshold is fixed below it (mallinfo2's hblks: blocks
+# served by their own mmap). "raised": fixed, then the block asked for inside the engine's
+# mmap_threshold.raised() (a context's encoding), then once more after it.
 MMAP_PROBE = r"""
 import ctypes, sys
 from dllm_lsp.malloc_arenas import fix_mmap_threshold
-if sys.argv[1] == "fixed":
-    assert fix_mmap_threshold()
+from dllm_engine.mmap_threshold import raised
 class MallInfo2(ctypes.Structure):
     _fields_ = [(n, ctypes.c_size_t) for n in
                 "arena ordblks smblks hblks hblkhd usmblks fsmblks uordblks fordblks keepcost".split()]
@@ -76,24 +76,44 @@ libc = ctypes.CDLL(None)
 libc.malloc.restype = ctypes.c_void_p
 libc.free.argtypes = [ctypes.c_void_p]
 libc.mallinfo2.restype = MallInfo2
-before = libc.mallinfo2().hblks
-libc.free(libc.malloc(1 << 20))
-block = libc.malloc(1 << 20)
-print(libc.mallinfo2().hblks - before)
+size = int(sys.argv[2])
+if sys.argv[1] != "default":
+    assert fix_mmap_threshold()
+def mmapped():
+    before = libc.mallinfo2().hblks
+    libc.free(libc.malloc(size))
+    block = libc.malloc(size)
+    n = libc.mallinfo2().hblks - before
+    libc.free(block)
+    return n
+if sys.argv[1] == "raised":
+    with raised():
+        inside = mmapped()
+    print(inside, mmapped())
+else:
+    print(mmapped())
 """
 
 
-def mmapped_blocks(mode: str) -> int:
+def mmapped_blocks(mode: str, size: int = 1 << 20) -> list[int]:
     env = {"PATH": "/usr/bin:/bin"}  # no MALLOC_MMAP_THRESHOLD_ from the caller
-    out = subprocess.run([sys.executable, "-c", MMAP_PROBE, mode], check=True, env=env, timeout=60, text=True,
-                         capture_output=True, cwd=str(Path(__file__).resolve().parents[2]))
-    return int(out.stdout)
+    out = subprocess.run([sys.executable, "-c", MMAP_PROBE, mode, str(size)], check=True, env=env, timeout=60,
+                         text=True, capture_output=True, cwd=str(Path(__file__).resolve().parents[2]))
+    return [int(n) for n in out.stdout.split()]
 
 
 @linux
 def test_a_freed_block_does_not_pull_later_ones_into_the_arena():
-    assert mmapped_blocks("default") == 0  # glibc's own behaviour, which the fix exists for
-    assert mmapped_blocks("fixed") == 1
+    assert mmapped_blocks("default") == [0]  # glibc's own behaviour, which the fix exists for
+    assert mmapped_blocks("fixed") == [1]
+
+
+@linux
+def test_while_a_context_is_encoded_its_large_blocks_come_from_the_arena():
+    """A context's encoding allocates blocks of 1-6 MB a layer: each its own mmap (page-faulted
+    in, unmapped again) made the first request at a new place 2.5x as slow. The engine raises
+    the threshold for the encoding (dllm_engine/mmap_threshold.py) and puts it back after."""
+    assert mmapped_blocks("raised", 6 << 20) == [0, 1]
 
 
 @linux

@@ -1,8 +1,8 @@
 """`dllm/prepareCompletion`: the cursor rests at a place; encode its context before the user types.
 
 The first request at a new place encodes its whole context before its first pass (the
-context starts with the suffix, so a cursor that moves shares nothing cached): 0.7-1.4 s of a
-2-core CPU, the slowest answer a user meets. An editor knows where the cursor is before the
+context starts with the suffix, so a cursor that moves shares nothing cached): 0.25-1.4 s of
+a 2-core CPU for 600-1,000 tokens, the slowest answer a user meets. An editor knows where the cursor is before the
 user types there; our clients send this notification once the cursor has rested at a place
 (VS Code: a click or a cursor key, then 250 ms without another; Neovim: at rest in Normal mode
 the end of the cursor's line, where `A` and `o` start, and in Insert mode a move that is not

@@ -2,8 +2,8 @@
 
 A native context starts with the suffix (`<suf> suffix <pre> prefix`), so a cursor that moves
 to a new place shares nothing with any cached context and its first request encodes the whole
-context: ~0.7 s for 500 tokens, ~1.4 s for 1,000 on a 2-core CPU (benchmarks/RESULTS.md,
-sixteenth session), before the first pass. An editor knows where the cursor rests before the
+context before the first pass: ~0.35 s for 1,000 tokens on a 2-core AMX CPU, ~1.4 s on an AMD
+EPYC (benchmarks/RESULTS.md, sixteenth and twenty-third sessions). An editor knows where the cursor rests before the
 user types there; `prepare` encodes that place's context into the prefix cache while the user
 is still reading, so the first keystroke's request finds all but its last few tokens cached.
 (llama.vim's requests with `n_predict: 0` warm llama.cpp's prompt cache the same way.)

@@ -56,3 +56,19 @@ def test_a_banned_start_holds_for_every_family(family_engine, family):
     banned = eng.infill(InfillRequest(holes=[Hole(prefix=hole.prefix, suffix=hole.suffix, max_tokens=8,
                                                   banned_starts=(words[0],))]), timeout=120).holes[0].text
     assert banned.strip() and not banned.lstrip().startswith(words[0]), (family, plain, banned)
+
+
+@pytest.mark.parametrize("family", FAMILY_NAMES)
+def test_every_pass_runs_with_the_mmap_threshold_raised(family_engine, family, monkeypatch):
+    """A family's pass runs over the whole context: where the process fixed glibc's mmap threshold
+    low (the server, the daemon), each pass raises it and puts it back (dllm_engine/mmap_threshold.py;
+    mallopt recorded, not called)."""
+    from dllm_engine import mmap_threshold
+
+    calls = []
+    monkeypatch.setattr(mmap_threshold, "mallopt", lambda param, value: calls.append(value) or True)
+    monkeypatch.setattr(mmap_threshold, "_fixed", 256 * 1024)
+    eng = family_engine(family)
+    result = eng.infill(InfillRequest(holes=[Hole(prefix="w5 w17 w33 w2", suffix="w8 w44", max_tokens=8)]), timeout=120)
+    passes = result.holes[0].passes
+    assert calls == [mmap_threshold.RAISED, 256 * 1024] * (len(calls) // 2) and len(calls) // 2 >= passes, calls

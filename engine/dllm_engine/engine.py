@@ -40,7 +40,6 @@ from .cpu_features import native_bf16
 from .healing import TokenHealer, heal, unheal
 from .heap_trim import HeapTrimmer
 from .metrics import EngineMetrics
-from . import mmap_threshold
 from .row_buckets import bucket_linears
 from .protocol import (
     MASK_GLYPH,
@@ -358,23 +357,17 @@ class Engine:
                 if self._stopping:
                     break
                 admissions = self.scheduler.next_admissions()
-            # The work's large blocks (a context's activations, a wide pass's rows and logits) from
-            # the arena, not each a fresh mmap, where the process fixed the threshold low.
-            stepped = False
-            with mmap_threshold.raised():
-                self._calls.run_pending()
-                try:
-                    self._drop_cancelled()
-                    self._admit_all(admissions)
-                    if self.scheduler.active:
-                        stepped = True
-                        self._step()
-                except Exception as exc:  # never let one bad pass kill the resident engine
-                    log.exception("engine pass failed")
-                    for active in list(self.scheduler.active):
-                        self._fail(active.state, exc)
-            if stepped:
-                self._heap.maybe_trim(self.metrics.passes)  # and every few seconds while busy
+            self._calls.run_pending()
+            try:
+                self._drop_cancelled()
+                self._admit_all(admissions)
+                if self.scheduler.active:
+                    self._step()
+                    self._heap.maybe_trim(self.metrics.passes)  # and every few seconds while busy
+            except Exception as exc:  # never let one bad pass kill the resident engine
+                log.exception("engine pass failed")
+                for active in list(self.scheduler.active):
+                    self._fail(active.state, exc)
         self._calls.close(RuntimeError("engine is shut down"))
         for state in self.scheduler.waiting_states() + [a.state for a in self.scheduler.active]:
             self._fail(state, RuntimeError("engine shut down"))

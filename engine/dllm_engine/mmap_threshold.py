@@ -1,18 +1,16 @@
-"""glibc's mmap threshold: fixed low for flat memory, raised while the engine works.
+"""glibc's mmap threshold: fixed low for flat memory, raised while a context is encoded.
 
 The long-running processes (the language server, the daemon) fix the threshold at 256 KB at
 start (dllm_lsp/malloc_arenas.py: blocks above it get their own mmap, returned to the OS when
-freed, so blocks of ever-changing sizes stay out of the arenas; the soak stays flat). But the
-engine's work is made of such blocks: a context's encoding allocates 1-6 MB a layer (a
-1,000-token context of the default model), a next edit's pass runs hundreds of rows and their
-logits. At 256 KB each was a fresh mmap, page-faulted in and unmapped again, 30 layers a
-forward: the first request at a new cursor place took 2.5x as long (917-925 against 354-361 ms
-for ~1,000 tokens on 2 cores), a next edit about 2x. Fixing the threshold at 4 MB for good cost
-the soak +14 MB more growth, over its 50 MB budget in two runs of three (benchmarks/RESULTS.md,
-twenty-third session). So the engine thread raises the threshold while it works (a loop turn:
-the calls between passes, admissions with their encodings, one pass) and puts the fixed value
-back before it waits or trims: the blocks come from its arena, reuse each other layer by layer
-and pass by pass, and the heap trimmer gives the pages back.
+freed, so blocks of ever-changing sizes stay out of the arenas; the soak stays flat). But a
+context's encoding allocates blocks of 1-6 MB a layer (a 1,000-token context of the default
+model), and at 256 KB each of them was a fresh mmap, page-faulted in and unmapped again, 30
+layers a forward: the first request at a new cursor place took 2.5x as long (917-925 against
+354-361 ms for ~1,000 tokens on 2 cores; fixing the threshold at 4 MB for good cost the soak
++14 MB more growth, over its 50 MB budget in two runs of three; benchmarks/RESULTS.md,
+twenty-third session). So while the engine thread encodes a context the threshold is raised:
+the blocks come from the arena, reuse each other layer by layer, and are freed together when
+the forward ends (the heap trimmer gives the pages back); then the fixed value is put back.
 
 Only a threshold this process fixed through `fix` is raised: glibc's own moving threshold and
 a MALLOC_MMAP_THRESHOLD_ the user set are left alone. A no-op off glibc.

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import torch
 
 from .checkpoint import LoadedModel
+from . import mmap_threshold
 from .context_cache import PrefixCache
 from .block_decoding import first_masked_block, fold_committed, shifted_canvas_logits
 from .layout import causal_mask, native_context_ids, shifted_canvas_mask
@@ -171,8 +172,10 @@ class ModelRunner:
         tokens = tokens.to(self.device)
         positions = torch.arange(t_max, device=self.device)[None].expand(len(batch), t_max)
         # Causal: a real token never sees the padding after its context (it comes later), so no
-        # padding mask is needed; the padded rows' K/V are never kept.
-        _, new_kv = self.model(tokens, positions, mask=CAUSAL, past=None, kv_only=True)
+        # padding mask is needed; the padded rows' K/V are never kept. Its activations are large
+        # blocks, all freed at the end: from the arena, not each its own mmap (mmap_threshold.py).
+        with mmap_threshold.raised():
+            _, new_kv = self.model(tokens, positions, mask=CAUSAL, past=None, kv_only=True)
         contexts = []
         for row, ids in enumerate(batch):
             n = ids.numel()
@@ -249,7 +252,8 @@ class ModelRunner:
         tail = ids[reuse:].to(self.device)[None]
         positions = torch.arange(reuse, ids.numel(), device=self.device)[None]
         mask = causal_mask(reuse, tail.shape[1], self.device) if reuse else CAUSAL
-        _, new_kv = self.model(tail, positions, mask=mask, past=past, kv_only=True)
+        with mmap_threshold.raised():  # large activation blocks from the arena (mmap_threshold.py)
+            _, new_kv = self.model(tail, positions, mask=mask, past=past, kv_only=True)
         new = torch.stack([torch.stack((k[0], v[0])) for k, v in new_kv])  # [layers, 2, Hkv, n, D]
         stored = self.cache.store(ids, key, reuse, new)
         return EncodedContext(kv=stored.buf[:, :, :, : ids.numel()], length=ids.numel(), reused=reuse)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .. import mmap_threshold
 from ..checkpoint import LoadedModel
 from ..protocol import ProtocolError
 from .infill_layout import FamilyContext, Rows, build_rows, current_block_start, dreamon_edit
@@ -87,9 +88,12 @@ class FamilyRunner:
         if key != self._key:
             self.forget_batch()
             self._key = key
-        if self.config.attention == "block":
-            return self._block_pass(rows, canvases, canvas_lens)
-        return self._bidirectional_pass(rows)
+        # Each pass runs over the whole context (or its uncached blocks): large activation blocks
+        # every pass, all freed when it ends, from the arena (mmap_threshold.py).
+        with mmap_threshold.raised():
+            if self.config.attention == "block":
+                return self._block_pass(rows, canvases, canvas_lens)
+            return self._bidirectional_pass(rows)
 
     def edit_canvas(self, canvas: torch.Tensor, committed: torch.Tensor, max_tokens: int) -> torch.Tensor:
         """Length edits after a pass, for one canvas [L] given this pass's commits [L] (bool).

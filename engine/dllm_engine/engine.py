@@ -460,6 +460,7 @@ class Engine:
             healed=healed, first_allowed=first_allowed,
             first_stop_ids=self._first_stop_ids(hole.stop, healed, first_allowed) if hole.stop and healed else None,
             start_ban=self._start_ban(hole, healed),
+            suffix_head=suffix_head(hole.suffix) if hole.stop_at_suffix else None,
         ))
 
     def _start_ban(self, hole: Hole, healed: str) -> torch.Tensor | None:
@@ -789,7 +790,7 @@ class Engine:
         dedent_stop.py), a loop (`stop_repeats`, repeat_stop.py) or as many lines as it may
         show (`max_lines`, line_cap.py); _finish_hole cuts the text there."""
         hole = a.state.request.holes[a.index]
-        head = suffix_head(hole.suffix) if hole.stop_at_suffix else None
+        head = a.suffix_head
         if not head and not hole.stop_indent and not hole.stop_repeats and not hole.max_lines:
             return None
         text = self._visible(self.tokenizer.decode(fill_tokens(a, self.special)), a)
@@ -862,7 +863,7 @@ class Engine:
         if cut >= 0:
             text, reason = text[:cut], "end"
         hole = a.state.request.holes[a.index]
-        cut = suffix_cut(text, suffix_head(hole.suffix), hole.prefix) if hole.stop_at_suffix else -1
+        cut = suffix_cut(text, a.suffix_head, hole.prefix)
         if cut >= 0:
             text, reason = text[:cut], "end"
         cut = dedent_cut(text, hole.stop_indent) if hole.stop_indent else -1

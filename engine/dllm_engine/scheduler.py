@@ -88,6 +88,9 @@ class ActiveHole:
     # Hole.stop_repeats: the head of the fill already checked and found without a loop
     # (repeat_stop.loop_seen), so a pass checks only the lines that are new.
     loop_clean: str = ""
+    # Hole.stop_at_suffix: the suffix's head the fill must not write again (suffix_stop.py),
+    # found once at admission, not every pass; None: no rule or nothing to repeat.
+    suffix_head: str | None = None
     # Hole.banned_starts (start_ban.py): bool [V] of the tokens banned where only blanks come
     # before; None once no masked slot has only blanks before it (or when the hole bans nothing).
     start_ban: torch.Tensor | None = None

@@ -157,8 +157,17 @@ def main() -> None:
                     help="the threshold (default: the server's nextEdit.minConfidence)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--verbose", action="store_true", help="one line per step on stderr")
+    ap.add_argument("--malloc", choices=("server", "glibc"), default="server",
+                    help="server (default): glibc's malloc as `dllm-lsp serve` and the daemon set it "
+                         "(dllm_lsp/malloc_arenas.py: two arenas, a fixed mmap threshold); glibc: as it comes")
+    ap.add_argument("--repeat", type=int, default=1,
+                    help="run the model systems' steps this many times (resident memory after each on stderr)")
     ap.add_argument("--write", action="store_true", help="append the section to benchmarks/RESULTS.md")
     args = ap.parse_args()
+    if args.malloc == "server":  # before any worker thread, as the server does at start
+        from dllm_lsp.malloc_arenas import tune_malloc
+
+        tune_malloc()
     per_kind = args.per_kind or (3 if args.quick else 10)
     from dllm_lsp.server.options import NextEditOptions
 
@@ -188,10 +197,16 @@ def main() -> None:
     for model in args.models.split(","):
         engine = Engine(EngineConfig(model=model, threads=args.threads))
         names = [f"{model}:chosen"] + ([] if args.no_whole_region else [f"{model}:whole_region"])
-        for name in names:
-            # The whole-region baseline costs minutes a case on a CPU: on the first cases of each kind only.
-            limit = args.whole_region_cases if name.endswith("whole_region") else None
-            _run(name, engine, steps_by_case, spec, args, rows, per_kind=limit)
+        for rep in range(args.repeat):
+            for name in names:
+                # The whole-region baseline costs minutes a case on a CPU: on the first cases of each kind only.
+                limit = args.whole_region_cases if name.endswith("whole_region") else None
+                _run(name, engine, steps_by_case, spec, args, rows, per_kind=limit)
+            if args.repeat > 1:
+                # At rest long enough for the engine's idle heap trim (heap_trim.MIN_INTERVAL_S),
+                # as a server between bursts of edits.
+                time.sleep(6.5)
+                print(f"{model}: after round {rep + 1} of {args.repeat}: RSS {_rss_mb():.1f} MB", file=sys.stderr, flush=True)
         engine.shutdown()
         systems += [(n, None) for n in names]
     _run("find_replace", None, steps_by_case, spec, args, rows, kinds=RENAMES)
@@ -200,7 +215,7 @@ def main() -> None:
     kinds = list(dict.fromkeys(s.kind for steps in steps_by_case for s in steps))
     lines = [f"Cases: {len(cases)} ({', '.join(f'{k} {sum(1 for c in cases if c.kind == k)}' for k in kinds)}), "
              f"{n_steps} steps; history pairs from `{args.history}` (this repository's git history). "
-             f"Region cap {args.max_lines} lines, minConfidence {args.min_confidence}. "
+             f"Region cap {args.max_lines} lines, minConfidence {args.min_confidence}, malloc {args.malloc}. "
              "Rates over steps that need a follow-up; false = proposals on steps that need none. "
              f"The whole-region baseline runs on the first {args.whole_region_cases} case(s) of each kind only, "
              f"its passes capped at {args.whole_region_passes}.", "",
@@ -220,6 +235,15 @@ def main() -> None:
     from _bench_common import emit, section
 
     emit(section("Next-edit suggestions (issue 14)", "cpu", lines), str(ROOT / "benchmarks/RESULTS.md") if args.write else None)
+
+
+def _rss_mb() -> float:
+    """This process's resident memory (VmRSS), MB; NaN off Linux."""
+    try:
+        line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("VmRSS:"))
+    except (OSError, StopIteration):
+        return float("nan")
+    return int(line.split()[1]) / 1024
 
 
 def _run(name, engine, steps_by_case, spec, args, rows, kinds=None, per_kind=None) -> None:

@@ -352,7 +352,7 @@ class Engine:
             with self._cond:
                 while (not self._stopping and not self.scheduler.active and not self.scheduler.queue_depth
                        and not self._calls.pending()):
-                    self._heap.maybe_trim(self.metrics.passes)  # a burst's freed heap back to the OS
+                    self._heap.maybe_trim(self._work_done())  # a burst's freed heap back to the OS
                     self._cond.wait(timeout=1.0)
                 if self._stopping:
                     break
@@ -363,7 +363,7 @@ class Engine:
                 self._admit_all(admissions)
                 if self.scheduler.active:
                     self._step()
-                    self._heap.maybe_trim(self.metrics.passes)  # and every few seconds while busy
+                    self._heap.maybe_trim(self._work_done())  # and every few seconds while busy
             except Exception as exc:  # never let one bad pass kill the resident engine
                 log.exception("engine pass failed")
                 for active in list(self.scheduler.active):
@@ -371,6 +371,11 @@ class Engine:
         self._calls.close(RuntimeError("engine is shut down"))
         for state in self.scheduler.waiting_states() + [a.state for a in self.scheduler.active]:
             self._fail(state, RuntimeError("engine shut down"))
+
+    def _work_done(self) -> int:
+        """Passes and calls served (next edit's forwards, scoring) so far: what the heap trimmer
+        counts, since a burst of either leaves freed heap behind."""
+        return self.metrics.passes + self._calls.served
 
     def _admit_all(self, admissions: list[tuple[RequestState, int]]) -> None:
         """Tokenize every admitted hole, encode their contexts together where the runner

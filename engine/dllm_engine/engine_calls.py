@@ -32,6 +32,9 @@ class EngineCalls:
         self._pending: deque[tuple[Callable[[], object], Future]] = deque()
         self._closed = False
         self.owner: threading.Thread | None = None
+        # Calls served so far: work done like passes, so the heap trimmer sees a next-edit or
+        # scoring burst (heap_trim.py), which runs no pass at all.
+        self.served = 0
 
     def call(self, fn: Callable[[], T]) -> T:
         """fn() on the owner thread; its result or its exception here. From the owner thread
@@ -59,6 +62,7 @@ class EngineCalls:
                 fn, done = self._pending.popleft()
             if not done.set_running_or_notify_cancel():
                 continue
+            self.served += 1
             try:
                 done.set_result(fn())
             except BaseException as exc:  # the caller's error, raised in the caller

@@ -10,7 +10,9 @@ MALLOC_ARENA_MAX would have to be set before the process starts (not possible fo
 embedded in the language server) and does not return anything by itself.
 
 Called from the engine loop after each pass and while it waits for work (a language server
-with many tabs open may never be idle); it trims only after passes ran since the last trim,
+with many tabs open may never be idle); it trims only after work since the last trim (passes,
+or calls served on the engine thread: a next edit's forwards and scoring run no pass, and a
+next-edit burst left ~400 MB of the default model's freed heap resident uncounted),
 and at most every MIN_INTERVAL_S: one trim (~8 ms at 550 MB resident) every few seconds of
 work, not one per request or pass. A no-op off glibc.
 

@@ -4,6 +4,7 @@ import ctypes
 import ctypes.util
 import os
 import sys
+import time
 
 import pytest
 
@@ -71,3 +72,24 @@ def test_trim_empties_mkls_buffer_pool():
         pytest.skip("this CPU's bf16 attention took no MKL buffer")
     assert trimmer.maybe_trim(work_done=1)
     assert mem_stat(ctypes.byref(held)) == 0 and held.value == 0
+
+
+@glibc
+def test_a_burst_of_calls_alone_is_trimmed(tiny_shifted_model):
+    """Next edit and scoring run as calls on the engine thread and run no pass: the trimmer
+    counts them as work, or a next-edit burst's freed heap stays resident (~400 MB of the
+    default model's, with the threshold raised for its forwards; twenty-fourth session)."""
+    from dllm_engine.engine import Engine, EngineConfig
+    from dllm_engine.protocol import ScoreRequest
+
+    e = Engine(EngineConfig(model=str(tiny_shifted_model), threads=1, dtype="float32", weights="native"))
+    try:
+        e._heap = HeapTrimmer(min_interval_s=0)
+        e.score(ScoreRequest(prefix="x = ", span="y + 1", suffix="\n"))
+        deadline = time.monotonic() + 10
+        while e._heap.trims == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert e.metrics.passes == 0
+        assert e._heap.trims >= 1
+    finally:
+        e.shutdown()

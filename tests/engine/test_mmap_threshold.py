@@ -60,3 +60,22 @@ def test_a_threshold_glibc_still_moves_is_left_alone(engine, calls, monkeypatch)
     engine.drop_caches()
     engine.infill(InfillRequest(holes=[Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=4)]))
     assert calls == []
+
+
+def test_next_edits_forwards_run_with_the_threshold_raised(tiny_shifted_model, calls, monkeypatch):
+    """A next edit's forwards run its region's rows and their logits: wide blocks, like an
+    encoding's (twenty-fourth session: 2x a next edit's latency in the server without)."""
+    from dllm_engine.next_edit import NextEditRequest, RecentEdit
+
+    doc = "def area(width, height):\n    return w * height + w\n\n\ndef main():\n    print(area(2, 3))\n"
+    at = doc.index("width")
+    e = Engine(EngineConfig(model=str(tiny_shifted_model), threads=1, dtype="float32", weights="native"))
+    try:
+        monkeypatch.setattr(mmap_threshold, "_fixed", FIXED)
+        calls.clear()
+        e.next_edit(NextEditRequest(document=doc, edits=[RecentEdit(offset=at, removed="w", inserted="width")],
+                                    region_start_line=0, region_end_line=6, cursor=at + 5))
+        assert raises_and_restores(calls), calls
+        assert len(calls) >= 4  # the region's stream took more than one forward, each raised
+    finally:
+        e.shutdown()

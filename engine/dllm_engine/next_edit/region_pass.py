@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import torch
 
+from .. import mmap_threshold
 from ..drafting import accepted_run, lookup_draft
 from ..layout import causal_mask, native_context_ids
 from ..protocol import ProtocolError, RequestCancelled
@@ -141,6 +142,13 @@ class RegionPass:
 
         @torch.inference_mode()
         def forward():  # on the engine thread, between passes (engine_calls.py)
+            # A wide forward, like a context's encoding: its rows' activations and their logits
+            # (a float32 [rows, vocabulary] block and its softmax) are blocks of megabytes, all
+            # freed when it ends: from the arena, not each its own mmap (mmap_threshold.py).
+            with mmap_threshold.raised():
+                return wide_forward()
+
+        def wide_forward():
             t = len(self.stream) - 1  # cached, or run as leading rows
             key, entry, reuse = runner.cache.lookup(torch.tensor(self.stream[:-1], dtype=torch.long), full=True)
             run = self.stream[reuse:] + list(extra)

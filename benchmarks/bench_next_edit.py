@@ -41,6 +41,8 @@ ROOT = Path(__file__).resolve().parents[1]
 for p in (ROOT, ROOT / "engine", ROOT / "kernels", ROOT / "benchmarks"):
     sys.path.insert(0, str(p))
 
+from _lsp_wire import rss_kb  # noqa: E402
+from dllm_engine.heap_trim import MIN_INTERVAL_S  # noqa: E402  (torch-free)
 from next_edit_cases import Step, history_cases, mechanical_cases, steps_of  # noqa: E402
 
 RENAMES = ("rename_param", "rename_local", "rename_function", "swap_call")  # what find-and-replace can be asked
@@ -203,10 +205,10 @@ def main() -> None:
                 limit = args.whole_region_cases if name.endswith("whole_region") else None
                 _run(name, engine, steps_by_case, spec, args, rows, per_kind=limit)
             if args.repeat > 1:
-                # At rest long enough for the engine's idle heap trim (heap_trim.MIN_INTERVAL_S),
-                # as a server between bursts of edits.
-                time.sleep(6.5)
-                print(f"{model}: after round {rep + 1} of {args.repeat}: RSS {_rss_mb():.1f} MB", file=sys.stderr, flush=True)
+                # At rest long enough for the engine's idle heap trim, as a server between bursts of edits.
+                time.sleep(MIN_INTERVAL_S + 1.5)
+                print(f"{model}: after round {rep + 1} of {args.repeat}: RSS {rss_kb(os.getpid()) / 1024:.1f} MB",
+                      file=sys.stderr, flush=True)
         engine.shutdown()
         systems += [(n, None) for n in names]
     _run("find_replace", None, steps_by_case, spec, args, rows, kinds=RENAMES)
@@ -235,15 +237,6 @@ def main() -> None:
     from _bench_common import emit, section
 
     emit(section("Next-edit suggestions (issue 14)", "cpu", lines), str(ROOT / "benchmarks/RESULTS.md") if args.write else None)
-
-
-def _rss_mb() -> float:
-    """This process's resident memory (VmRSS), MB; NaN off Linux."""
-    try:
-        line = next(l for l in Path("/proc/self/status").read_text().splitlines() if l.startswith("VmRSS:"))
-    except (OSError, StopIteration):
-        return float("nan")
-    return int(line.split()[1]) / 1024
 
 
 def _run(name, engine, steps_by_case, spec, args, rows, kinds=None, per_kind=None) -> None:

@@ -16,6 +16,14 @@ Reported: resident memory (VmRSS, not the peak) of both processes after the warm
 latency p50/p95/max of answered requests, cancelled ones apart; answered/sent. Memory is
 "flat" when RSS after the warm-up grows by less than 50 MB by the end (issue 16, defect 8).
 
+Both readings are settled: the load pauses (every request answered), and RSS is read after
+--settle seconds, past the engine's idle heap trim (heap_trim.MIN_INTERVAL_S, checked each
+second), so both are taken in the same state: idle, trimmed, nothing in flight. Before, the
+warm-up reading of the daemon was taken while its other clients were still sending, and
+every reading at whatever point the last burst had reached; the growth moved by tens of MB
+between runs of the same code (twenty-fourth session: one run in eight over the budget in
+each arm). The readings taken at once are reported beside ("unsettled").
+
     python benchmarks/bench_soak.py [--lsp 10000] [--daemon 2000] [--clients 50] [--results RESULTS.md]
     python benchmarks/bench_soak.py --quick      # a short run: 600 LSP / 200 daemon requests
 """
@@ -39,6 +47,9 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _bench_common import cpu_name  # noqa: E402
 from _lsp_wire import WireServer, rss_kb  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "engine"))
+from dllm_engine.heap_trim import MIN_INTERVAL_S  # noqa: E402  (torch-free)
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = {**os.environ, "PYTHONPATH": os.pathsep.join(str(ROOT / p) for p in ("", "engine", "kernels")),
@@ -80,10 +91,19 @@ class LspRun:
     cancelled_ids: set = field(default_factory=set)
     rss_kb: list[tuple[int, int]] = field(default_factory=list)  # (requests sent, VmRSS)
     warm_rss_kb: int = 0
+    warm_unsettled_kb: int = 0
     warm_cache_mb: float = 0.0
 
 
-def drive_lsp(server: WireServer, total: int, clients: int, warmup: int, rng: random.Random, run: LspRun) -> None:
+def settled_rss_kb(read, settle_s: float) -> tuple[int, int]:
+    """RSS now and once the process has been idle `settle_s` seconds (its heap trimmed: module docstring)."""
+    now = read()
+    time.sleep(settle_s)
+    return now, read()
+
+
+def drive_lsp(server: WireServer, total: int, clients: int, warmup: int, rng: random.Random, run: LspRun,
+              settle_s: float) -> None:
     docs = [0]
 
     def new_tab() -> Tab:
@@ -162,7 +182,7 @@ def drive_lsp(server: WireServer, total: int, clients: int, warmup: int, rng: ra
         if run.sent >= next_sample:
             if not run.warm_rss_kb:
                 server.wait_answered(list(run.ids), 120)
-                run.warm_rss_kb = server.rss_kb()
+                run.warm_unsettled_kb, run.warm_rss_kb = settled_rss_kb(server.rss_kb, settle_s)
                 health = server.call("workspace/executeCommand", {"command": "dllm.serverStats", "arguments": []},
                                      timeout=60)["result"].get("engineHealth") or {}
                 run.warm_cache_mb = round(health.get("cache_bytes", 0) / 2**20, 1)
@@ -186,10 +206,10 @@ def lsp_soak(args, rng: random.Random, out: dict) -> None:
             time.sleep(0.1)
         run = LspRun()
         start = time.perf_counter()
-        drive_lsp(server, args.lsp, args.clients, int(args.lsp * args.warmup), rng, run)
+        drive_lsp(server, args.lsp, args.clients, int(args.lsp * args.warmup), rng, run, args.settle)
         missing = server.wait_answered(run.ids, 120)
         elapsed = time.perf_counter() - start
-        end_rss = server.rss_kb()
+        end_unsettled, end_rss = settled_rss_kb(server.rss_kb, args.settle)
         run.rss_kb.append((run.sent, end_rss))
         stats = server.call("workspace/executeCommand", {"command": "dllm.serverStats", "arguments": []})["result"]
         once = sum(1 for i in run.ids if server.responses[i] == 1)
@@ -202,6 +222,7 @@ def lsp_soak(args, rng: random.Random, out: dict) -> None:
             "context_cache_warm_mb": run.warm_cache_mb,
             "cancel_sent": len(run.cancelled_ids), "elapsed_s": elapsed,
             "rss_warm_mb": run.warm_rss_kb / 1024, "rss_end_mb": end_rss / 1024,
+            "unsettled_growth_mb": round((end_unsettled - run.warm_unsettled_kb) / 1024, 1),
             "rss_samples_mb": [(n, round(kb / 1024, 1)) for n, kb in run.rss_kb],
             "latency_ms": latency_line("all answered", answered), "latency_plain_ms": latency_line("not cancelled", plain),
             "engine_requests": stats["engineRequests"], "engine_cancelled": stats["engineCancelled"],
@@ -232,7 +253,8 @@ def daemon_body(rng: random.Random) -> tuple[str, str, dict | None]:
                                              "max_tokens": 2.5}]}, {"holes": "nope"}])
 
 
-async def daemon_clients(socket_path: str, total: int, clients: int, pid: int, warmup: int, seed: int, out: dict) -> None:
+async def daemon_clients(socket_path: str, total: int, clients: int, pid: int, warmup: int, seed: int, out: dict,
+                         settle_s: float) -> None:
     rng = random.Random(seed)
     plan = [(daemon_body(rng), rng.random() < 0.5, rng.uniform(0.005, 0.2)) for _ in range(total)]
     lat: list[float] = []
@@ -245,11 +267,11 @@ async def daemon_clients(socket_path: str, total: int, clients: int, pid: int, w
     warm_cache = [0]
     lock = asyncio.Lock()
 
-    async def client(k: int) -> None:
+    async def client(k: int, first: int, stop: int) -> None:
         nonlocal dropped
         async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=socket_path), base_url="http://engine",
                                      timeout=120) as http:
-            for n in range(k, total, clients):
+            for n in range(first + k, stop, clients):
                 (method, path, body), drop, after = plan[n]
                 content = None if body is None else json.dumps(body)
                 t0 = time.perf_counter()
@@ -264,22 +286,28 @@ async def daemon_clients(socket_path: str, total: int, clients: int, pid: int, w
                     errors.append(f"{path}: {type(exc).__name__}: {exc}")
                 async with lock:
                     done[0] += 1
-                    if done[0] == warmup:
-                        warm[0] = rss_kb(pid)
-                        warm_cache[0] = (await http.get("/health")).json().get("cache_bytes", 0)
                     if done[0] % max(1, total // 10) == 0:
                         samples.append((done[0], round(rss_kb(pid) / 1024, 1)))
 
+    async def settled(http: httpx.AsyncClient) -> tuple[int, int, dict]:
+        """The daemon's RSS now and once idle past its heap trim (what dropped clients left is gone
+        too), and its health then."""
+        now = rss_kb(pid)
+        await asyncio.sleep(settle_s)
+        return now, rss_kb(pid), (await http.get("/health")).json()
+
     start = time.perf_counter()
-    await asyncio.gather(*(client(k) for k in range(clients)))
-    await asyncio.sleep(1)  # let the engine drop what the disconnected clients left
     async with httpx.AsyncClient(transport=httpx.AsyncHTTPTransport(uds=socket_path), base_url="http://engine") as http:
-        health = (await http.get("/health")).json()
-    end = rss_kb(pid)
+        await asyncio.gather(*(client(k, 0, warmup) for k in range(clients)))  # the warm-up, then a pause
+        warm_unsettled, warm[0], health = await settled(http)
+        warm_cache[0] = health.get("cache_bytes", 0)
+        await asyncio.gather(*(client(k, warmup, total) for k in range(clients)))
+        end_unsettled, end, health = await settled(http)
     out["daemon"] = {
         "sent": total, "answered": len(lat), "dropped_by_client": dropped, "statuses": statuses,
         "transport_errors": len(errors), "transport_error_samples": errors[:5],
         "elapsed_s": time.perf_counter() - start, "rss_warm_mb": warm[0] / 1024, "rss_end_mb": end / 1024,
+        "unsettled_growth_mb": round((end_unsettled - warm_unsettled) / 1024, 1),
         "rss_samples_mb": samples, "latency_ms": latency_line("answered", lat),
         "queue_after": health.get("queue_depth"), "active_after": health.get("active_canvases"),
         "context_cache_mb": round(health.get("cache_bytes", 0) / 2**20, 1),
@@ -309,7 +337,7 @@ def daemon_soak(args, out: dict) -> None:
                     raise RuntimeError("the daemon did not come up:\n" + log.read()[-2000:])
                 time.sleep(0.2)
             asyncio.run(daemon_clients(sock, args.daemon, args.clients, proc.pid, int(args.daemon * args.warmup),
-                                       args.seed, out))
+                                       args.seed, out, args.settle))
         finally:
             proc.terminate()
             out.setdefault("daemon", {})["exit"] = proc.wait(30)
@@ -326,16 +354,18 @@ def report(args, out: dict, wall_s: float) -> str:
     growth_dmn = dmn["rss_end_mb"] - dmn["rss_warm_mb"]
     lines = [
         f"Command: `python benchmarks/bench_soak.py --lsp {args.lsp} --daemon {args.daemon} --clients {args.clients}"
-        f" --seed {args.seed}` (model {ENV['DLLM_LSP_MODEL']}, OMP_NUM_THREADS={ENV['OMP_NUM_THREADS']}); "
+        f" --seed {args.seed} --settle {args.settle:g}` (model {ENV['DLLM_LSP_MODEL']}, OMP_NUM_THREADS={ENV['OMP_NUM_THREADS']}); "
         f"CPU: {cpu_name()}; wall {wall_s:.0f} s.",
         "",
-        "| process | sent | answered | RSS after warm-up | RSS at end | growth | latency (answered) |",
-        "|---|---|---|---|---|---|---|",
+        "| process | sent | answered | RSS after warm-up (settled) | RSS at end (settled) | growth | growth unsettled |"
+        " latency (answered) |",
+        "|---|---|---|---|---|---|---|---|",
         f"| language server (engine in process) | {lsp['sent']} | {lsp['answered_once']} once"
         f" ({lsp['unanswered']} unanswered, {lsp['answered_twice']} twice) | {lsp['rss_warm_mb']:.0f} MB |"
-        f" {lsp['rss_end_mb']:.0f} MB | {growth_lsp:+.1f} MB | {lsp['latency_ms']} |",
+        f" {lsp['rss_end_mb']:.0f} MB | {growth_lsp:+.1f} MB | {lsp['unsettled_growth_mb']:+.1f} MB | {lsp['latency_ms']} |",
         f"| daemon | {dmn['sent']} | {dmn['answered']} + {dmn['dropped_by_client']} dropped by their client |"
-        f" {dmn['rss_warm_mb']:.0f} MB | {dmn['rss_end_mb']:.0f} MB | {growth_dmn:+.1f} MB | {dmn['latency_ms']} |",
+        f" {dmn['rss_warm_mb']:.0f} MB | {dmn['rss_end_mb']:.0f} MB | {growth_dmn:+.1f} MB |"
+        f" {dmn['unsettled_growth_mb']:+.1f} MB | {dmn['latency_ms']} |",
         "",
         f"- Language server: {lsp['cancel_sent']} requests cancelled in flight; {lsp['latency_plain_ms']};"
         f" engine calls {lsp['engine_requests']} ({lsp['engine_cancelled']} cancelled in the engine);"
@@ -359,6 +389,8 @@ def main(argv: list[str] | None = None) -> dict:
     p.add_argument("--clients", type=int, default=50, help="concurrent clients (editor tabs; HTTP clients)")
     p.add_argument("--warmup", type=float, default=0.1, help="fraction of the requests before the first RSS reading")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--settle", type=float, default=MIN_INTERVAL_S + 2.5,
+                   help="seconds idle before each RSS reading (past the engine's heap trim; module docstring)")
     p.add_argument("--quick", action="store_true", help="a short run: 600 LSP and 200 daemon requests")
     p.add_argument("--results", default=None, help="append the report to this markdown file")
     p.add_argument("--json", default=None, help="write the raw figures here")

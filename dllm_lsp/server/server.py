@@ -168,7 +168,7 @@ def create_server(base_settings: dict[str, Any] | None = None) -> DllmServer:
     def on_open(params: types.DidOpenTextDocumentParams) -> None:
         doc = ls.documents.open(params.text_document)
         if ls.diagnostics is not None:
-            ls.diagnostics.schedule(doc.uri)
+            ls.diagnostics.opened(doc.uri, doc.text)
 
     @ls.feature(types.TEXT_DOCUMENT_DID_CHANGE)
     def on_change(params: types.DidChangeTextDocumentParams) -> None:

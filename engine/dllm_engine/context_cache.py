@@ -151,6 +151,18 @@ class PrefixCache:
             self._evict()
             return entry
 
+    def mark(self) -> int:
+        """A point in the cache's history, for `forget_since`."""
+        return self._next_key
+
+    def forget_since(self, mark: int) -> None:
+        """Drop the entries stored since `mark`: a one-off context's (a scoring window's, whose
+        suffix no completion shares), which would otherwise push the completions' contexts out
+        and hold its K/V until evicted (~23 MB for 1,000 tokens of the default model)."""
+        with self._lock:
+            for key in [k for k in self._entries if k >= mark]:
+                del self._entries[key]
+
     def _evict(self) -> None:
         while len(self._entries) > 1 and self.nbytes > self.max_bytes:
             self._entries.popitem(last=False)

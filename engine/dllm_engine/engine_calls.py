@@ -17,11 +17,14 @@ instead, which serves them between passes, as the lock they used to take did.
 from __future__ import annotations
 
 import threading
+import time
 from collections import deque
 from concurrent.futures import Future
 from typing import Callable, TypeVar
 
 T = TypeVar("T")
+
+IDLE_POLL_S = 0.02  # how often work that waits for the engine to go idle looks again
 
 
 class EngineCalls:
@@ -48,6 +51,19 @@ class EngineCalls:
             self._pending.append((fn, done))
             self._cond.notify()
         return done.result()
+
+    def call_when_idle(self, fn: Callable[[], T], idle: Callable[[], bool], patience_s: float) -> T:
+        """fn() on the owner thread once `idle()` holds there, or `patience_s` from now whatever
+        the load: background work (scoring for hints) yields to requests waiting or running,
+        yet a steady stream of them does not starve it. Each look is one queued call."""
+        if threading.current_thread() is self.owner:
+            return fn()
+        deadline = time.monotonic() + patience_s
+        while True:
+            ran, value = self.call(lambda: (True, fn()) if idle() or time.monotonic() >= deadline else (False, None))
+            if ran:
+                return value
+            time.sleep(IDLE_POLL_S)
 
     def pending(self) -> bool:
         return bool(self._pending)  # read under the engine's condition

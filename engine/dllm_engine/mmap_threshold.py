@@ -13,7 +13,7 @@ the blocks come from the arena, reuse each other layer by layer, and are freed t
 the forward ends (the heap trimmer gives the pages back); then the fixed value is put back.
 A next edit's forwards are as wide (its region's rows and their float32 logits, megabytes a
 forward) and are raised the same way (next_edit/region_pass.py): 2x its latency in the server
-without (twenty-fourth session). A completion's own passes (a few rows) are not: raising the
+without (twenty-fourth session); so are a scoring window's (scoring.py). A completion's own passes (a few rows) are not: raising the
 threshold for every pass grew the soak over its budget (twenty-third session, reverted).
 
 Only a threshold this process fixed through `fix` is raised: glibc's own moving threshold and

@@ -316,11 +316,13 @@ def _build(cls: type, data: Any, what: str):
 
 @dataclass
 class ScoreRequest:
-    """Score every token of `span` (existing code) given the text around it.
+    """Score every token of `span` (existing code) given the text around it (scoring.py).
 
-    A diffusion model sees both sides: each token is masked (a `stride`-th of
-    the span at a time, all in one batched pass) and its probability read back.
-    Very unlikely tokens are candidates for a fix (typos, wrong names).
+    A model that reads its canvas both ways masks each token once (a `stride`-th of the
+    span at a time, all in one batched pass) and reads its probability back; a model that
+    reads it left to right (the default model) scores the span in one causal pass, each
+    token given the suffix and what comes before it (`stride` does not apply). Very
+    unlikely tokens are candidates for a fix (typos).
     """
 
     prefix: str

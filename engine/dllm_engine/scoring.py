@@ -1,53 +1,119 @@
-"""Score existing code token by token: the diffusion model's view of what is unlikely.
+"""Score existing code token by token: the model's view of what is unlikely.
 
-Each token of the span is masked once (a `stride`-th of the span per canvas,
-all canvases in one batched pass over the one cached context) and the model's
-probability of the token actually there is read back, with its preferred
-alternative. No autoregressive server can do this with the code after the
-span as context.
+How a token is scored depends on how the model reads a canvas:
+- bidirectional inside the canvas (the diffusion families, the small model, blocks of more
+  than one slot): each token is masked once (a `stride`-th of the span per canvas, all
+  canvases in one batched pass over the one cached context) and the model's probability of
+  the token actually there is read back, with its preferred alternative, given the code on
+  both sides;
+- causal (a shifted-logit model decoded in blocks of 1: the default model, a pretrained
+  left-to-right base): a slot sees only the slots before it, so masking buys nothing; a masked
+  token would only hide part of what comes before the ones after it and show the base a mask
+  token it never met in pretraining. One causal pass over the span (runner.score_rows) gives
+  each token the probability the engine's own fill would give it at that place, given the
+  code after the span (the context's suffix) and before the token: a `stride`-th of the rows
+  (4x fewer at the default stride; a 168-token span on one core 740 -> ~200 ms).
+
+A span longer than WINDOW_TOKENS is scored in windows of that many tokens, one engine call
+each (a request's passes run between them), each window with the span before it in its
+prefix and, when the model reads both sides, the span after it in its suffix. A span of up
+to 4,000 characters (the request's limit; the language server sends up to 3,000) is 850-1,400
+tokens, which a single 512-token limit refused: the language server, which scored a file's
+first 3,000 characters when it opened, got no diagnostics at all for a file longer than
+~1,700 characters.
 """
 
 from __future__ import annotations
 
 import time
+from typing import Callable, TypeVar
 
 import torch
 
-from .protocol import ProtocolError, ScoreRequest, ScoreResult, TokenScore
+from . import mmap_threshold
+from .protocol import ScoreRequest, ScoreResult, TokenScore
+from .runner import trim_to_trained
 
-MAX_SPAN_TOKENS = 512
+T = TypeVar("T")
+
+# Tokens scored in one engine call: what a request arriving meanwhile waits for at most (~0.15 s
+# for the default model on 2 cores), and the float32 logits of a window (~50 MB at 256 tokens).
+WINDOW_TOKENS = 256
+PROBS_ROWS = 64  # rows normalised at a time: float32 copies of 12 MB, not of the whole window's logits
+_SPECIALS = 4  # context tokens besides prefix and suffix (bos and the markers), with a margin
+
+
+def score_span(engine, request: ScoreRequest, call: Callable[[Callable[[], T]], T] | None = None) -> ScoreResult:
+    """Score `request.span`; `call(fn)` runs fn where the model may run (Engine.score: on the
+    engine thread, between passes), once per window; by default right here."""
+    call = call or (lambda fn: fn())
+    t0 = time.perf_counter()
+    tok = engine.tokenizer
+    ids, offsets, prefix_ids, suffix_ids = call(lambda: (*tok.encode_with_offsets(request.span),
+                                                          tok.encode(request.prefix), tok.encode(request.suffix)))
+    tokens: list[TokenScore] = []
+    for a in range(0, len(ids), WINDOW_TOKENS):
+        b = min(len(ids), a + WINDOW_TOKENS)
+        scored = call(lambda a=a, b=b: _score_window(engine, prefix_ids, ids, suffix_ids, a, b, request.stride))
+        for j, (p_actual, p_best, alternative) in enumerate(scored, start=a):
+            start, end = offsets[j]
+            tokens.append(TokenScore(start=start, end=end, text=request.span[start:end], prob=p_actual,
+                                     alternative=alternative, alternative_prob=p_best))
+    return ScoreResult(request.request_id, tokens, engine.model_name, (time.perf_counter() - t0) * 1000)
+
+
+def reads_causally(runner) -> bool:
+    """A shifted-logit model decoded in blocks of 1: each canvas row sees only the rows before it."""
+    return bool(getattr(runner, "shifted", False)) and getattr(runner, "block", 0) == 1 and hasattr(runner, "score_rows")
 
 
 @torch.inference_mode()
-def score_span(engine, request: ScoreRequest) -> ScoreResult:
-    t0 = time.perf_counter()
-    tok, special = engine.tokenizer, engine.special
-    ids, offsets = tok.encode_with_offsets(request.span)
-    if len(ids) > MAX_SPAN_TOKENS:
-        raise ProtocolError(f"span has {len(ids)} tokens; at most {MAX_SPAN_TOKENS} can be scored at once")
-    if not ids:
-        return ScoreResult(request.request_id, [], engine.model_name, 0.0)
-    runner = engine.runner
-    ctx = runner.encode_context(tok.encode(request.prefix), tok.encode(request.suffix), len(ids))
-    span = torch.tensor(ids, device=runner.device)
-    stride = min(request.stride, len(ids))
-    slot = torch.arange(len(ids), device=runner.device)
-    canvases = span.repeat(stride, 1)  # [stride, n]: canvas r masks the slots j with j % stride == r
-    masked = (slot[None] % stride) == torch.arange(stride, device=runner.device)[:, None]
-    canvases[masked] = special.mask
-    lens = torch.full((stride,), len(ids), device=runner.device)
-    logits = runner.canvas_logits([ctx] * stride, canvases, lens, rows=masked).float()
+def _score_window(engine, prefix_ids: list[int], ids: list[int], suffix_ids: list[int], a: int, b: int,
+                  stride: int) -> list[tuple[float, float, str]]:
+    """(probability of the token there, the best token's probability, the best token's text) for ids[a:b]."""
+    runner, special = engine.runner, engine.special
+    causal = reads_causally(runner)
+    n = b - a
+    before = prefix_ids + ids[:a]
+    after = suffix_ids if causal else ids[b:] + suffix_ids  # a causal row never sees the span after it
+    budget = max(0, runner.window - n - _SPECIALS)
+    if len(before) + len(after) > budget:  # the span around the window moved into the context: keep what fits
+        before, after = trim_to_trained(before, after, budget)
+    cache = getattr(runner, "cache", None)
+    mark = cache.mark() if hasattr(cache, "mark") else None
+    ctx = runner.encode_context(before, after, n)
+    span = torch.tensor(ids[a:b], device=runner.device)
+    # A window's rows and their logits are blocks of megabytes, all freed when it ends: from
+    # the arena, not each its own mmap, as a context's encoding (mmap_threshold.py).
+    with mmap_threshold.raised():
+        if causal:
+            logits = runner.score_rows([ctx], span[None], torch.tensor([n], device=runner.device))[0]  # [n, V]
+        else:
+            logits = _masked_logits(runner, ctx, span, min(stride, n), special.mask)
+    if mark is not None:  # a one-off context: the language server's hints filled the cache with them
+        cache.forget_since(mark)
+    out = []
+    banned = list(special.banned)
+    for r in range(0, n, PROBS_ROWS):
+        rows = logits[r:r + PROBS_ROWS].float()
+        rows[:, banned] = float("-inf")
+        probs = rows.softmax(-1)
+        p_actual = probs[torch.arange(probs.shape[0], device=probs.device), span[r:r + PROBS_ROWS]]
+        p_best, best = probs.max(-1)
+        out += [(float(p), float(q), engine.tokenizer.decode([int(t)]))
+                for p, q, t in zip(p_actual.tolist(), p_best.tolist(), best.tolist())]
+    return out
+
+
+def _masked_logits(runner, ctx, span: torch.Tensor, stride: int, mask_id: int) -> torch.Tensor:
+    """[n, V]: slot j's logits from the canvas that masks it (canvas r masks the slots j with
+    j % stride == r), all `stride` canvases in one batched pass."""
+    n = span.numel()
+    slot = torch.arange(n, device=span.device)
+    canvases = span.repeat(stride, 1)  # [stride, n]
+    masked = (slot[None] % stride) == torch.arange(stride, device=span.device)[:, None]
+    canvases[masked] = mask_id
+    lens = torch.full((stride,), n, device=span.device)
+    logits = runner.canvas_logits([ctx] * stride, canvases, lens, rows=masked)
     runner.forget_batch()
-    logits[..., list(special.banned)] = float("-inf")
-    probs = logits.softmax(-1)
-    owner = slot % stride  # which canvas scored slot j
-    p_slot = probs[owner, slot]  # [n, V]
-    p_actual = p_slot[slot, span]
-    p_best, best = p_slot.max(-1)
-    tokens = []
-    for j, (start, end) in enumerate(offsets):
-        tokens.append(TokenScore(
-            start=start, end=end, text=request.span[start:end], prob=float(p_actual[j]),
-            alternative=tok.decode([int(best[j])]), alternative_prob=float(p_best[j]),
-        ))
-    return ScoreResult(request.request_id, tokens, engine.model_name, (time.perf_counter() - t0) * 1000)
+    return logits[slot % stride, slot]  # before any softmax: [n, V], not [stride, n, V]

@@ -79,3 +79,14 @@ def test_next_edits_forwards_run_with_the_threshold_raised(tiny_shifted_model, c
         assert len(calls) >= 4  # the region's stream took more than one forward, each raised
     finally:
         e.shutdown()
+
+
+def test_a_scoring_windows_forward_runs_with_the_threshold_raised(engine, calls, monkeypatch):
+    """A scoring window's rows and their logits (megabytes) come from the arena, as an encoding's."""
+    from dllm_engine.protocol import ScoreRequest
+
+    monkeypatch.setattr(mmap_threshold, "_fixed", FIXED)
+    engine.score(ScoreRequest(prefix=PREFIX, span="return os.path.getsize(path)", suffix=SUFFIX))  # context cached
+    calls.clear()
+    engine.score(ScoreRequest(prefix=PREFIX, span="return os.path.getsize(path)", suffix=SUFFIX))
+    assert raises_and_restores(calls), calls

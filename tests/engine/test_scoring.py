@@ -1,5 +1,7 @@
 """Scoring existing code: every token gets the model's probability and alternative."""
 
+import math
+
 import pytest
 import torch
 
@@ -45,3 +47,76 @@ def test_bad_score_requests(engine):
         engine.score(ScoreRequest(prefix="", span=""))
     with pytest.raises(ProtocolError):
         engine.score(ScoreRequest(prefix="", span="x", stride=0))
+
+
+def test_a_span_longer_than_one_window_is_scored_whole(engine):
+    """The language server scores up to 3,000 characters at once (a file's head when it opens):
+    more than one window of tokens is scored window by window, not refused."""
+    from dllm_engine.scoring import WINDOW_TOKENS
+
+    span = "".join(f"value_{i} = compute(value_{i - 1}, {i})\n" for i in range(1, 90))
+    assert len(engine.tokenizer.encode(span)) > WINDOW_TOKENS and len(span) <= 4000
+    r = engine.score(ScoreRequest(prefix="def run():\n", span=span, suffix="print(value_89)\n"))
+    assert "".join(t.text for t in r.tokens) == span
+    assert all(0.0 <= t.prob <= 1.0 and t.alternative_prob >= t.prob - 1e-6 for t in r.tokens)
+
+
+@pytest.fixture(scope="module")
+def causal_engine(tiny_shifted_model):
+    # float32 on every CPU: the comparisons below run the same rows in passes of other widths
+    e = Engine(EngineConfig(model=str(tiny_shifted_model), threads=1, dtype="float32"))
+    yield e
+    e.shutdown()
+
+
+@torch.inference_mode()
+def _first_slot_probs(engine, prefix_ids, suffix_ids):
+    """The probabilities the engine's fill reads for its first slot after `prefix_ids`."""
+    runner = engine.runner
+    ctx = runner.encode_context(prefix_ids, suffix_ids, 1)
+    canvas = torch.tensor([[engine.special.mask]])
+    logits = runner.canvas_logits([ctx], canvas, torch.tensor([1]))[0, 0].float()
+    runner.forget_batch()
+    logits[list(engine.special.banned)] = float("-inf")
+    return logits.softmax(-1)
+
+
+def test_a_causal_model_scores_each_token_as_its_own_fill_would(causal_engine):
+    """A shifted-logit model decoded in blocks of 1 reads causally: a token's score is the
+    probability the engine's own fill gives it at that place (the code before it, the suffix
+    as context), not a strided masked pass that hides some of the tokens before it."""
+    engine = causal_engine
+    prefix, span, suffix = "def f(total):\n", "    total = totl + 1\n", "    return total\n"
+    r = engine.score(ScoreRequest(prefix=prefix, span=span, suffix=suffix, stride=4))
+    ids = engine.tokenizer.encode(span)
+    prefix_ids, suffix_ids = engine.tokenizer.encode(prefix), engine.tokenizer.encode(suffix)
+    assert len(r.tokens) == len(ids) > 4
+    for j, token in enumerate(r.tokens):
+        probs = engine.between_passes(lambda j=j: _first_slot_probs(engine, prefix_ids + ids[:j], suffix_ids))
+        assert math.isclose(float(probs[ids[j]]), token.prob, rel_tol=1e-4, abs_tol=1e-9), j
+        assert math.isclose(float(probs.max()), token.alternative_prob, rel_tol=1e-4, abs_tol=1e-9), j
+
+
+def test_windows_of_a_causal_span_score_as_one(causal_engine, monkeypatch):
+    from dllm_engine import scoring
+
+    request = ScoreRequest(prefix="x = [", span="1, 2, 3, 4, 5, 6, 7", suffix="]\n")
+    whole = causal_engine.score(request)
+    monkeypatch.setattr(scoring, "WINDOW_TOKENS", 3)
+    windowed = causal_engine.score(request)
+    assert [t.text for t in windowed.tokens] == [t.text for t in whole.tokens]
+    assert all(math.isclose(a.prob, b.prob, rel_tol=1e-4, abs_tol=1e-9) for a, b in zip(whole.tokens, windowed.tokens))
+    assert [t.alternative for t in windowed.tokens] == [t.alternative for t in whole.tokens]
+
+
+def test_scoring_leaves_no_context_in_the_cache(causal_engine):
+    """A scoring context (the code around a changed region) is a one-off: kept, the language
+    server's hints filled the context cache with them, pushing the completions' contexts out."""
+    from dllm_engine.protocol import Hole, InfillRequest
+
+    engine = causal_engine
+    engine.infill(InfillRequest(holes=[Hole(prefix="def f(total):\n    ", suffix="\n", max_tokens=2)]))
+    before = len(engine.runner.cache)
+    engine.score(ScoreRequest(prefix="def g(x):\n", span="    return x + 1\n", suffix="print(g(2))\n"))
+    engine.score(ScoreRequest(prefix="x = [", span="1, 2, 3, 4, 5, 6, 7", suffix="]\n"))
+    assert len(engine.runner.cache) == before

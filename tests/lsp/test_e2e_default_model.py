@@ -38,9 +38,24 @@ async def test_default_model_serves_completions_and_edits(client):
     assert isinstance(reports[0], types.WorkDoneProgressBegin) and isinstance(reports[-1], types.WorkDoneProgressEnd)
     assert reports[-1].message == "ready"
     open_doc(client, URI, TEXT)
-    # The engine scored the opened text token by token: diagnostics are published (maybe none).
-    await wait_for(lambda: URI in client.diagnostics, timeout=60, what="diagnostics from the model's token scores")
-    assert all(d.source == "dllm" for d in client.diagnostics[URI])
+    # The text as opened is the baseline; a changed line is scored token by token and its
+    # diagnostics published (maybe none). A long file too: its change is scored in windows,
+    # where a file longer than ~1,700 characters never got a diagnostic (its head, scored
+    # first, was refused at every edit).
+    long_uri, long_text = "file:///tmp/project/long.py", "".join(
+        f"def f{i}(x):\n    return x * {i} + f{i - 1}(x)\n\n\n" for i in range(1, 120))
+    open_doc(client, long_uri, long_text)
+    for uri, text in ((URI, TEXT), (long_uri, long_text)):
+        line = text.count("\n") - 2
+        client.text_document_did_change(types.DidChangeTextDocumentParams(
+            text_document=types.VersionedTextDocumentIdentifier(uri=uri, version=2),
+            content_changes=[types.TextDocumentContentChangePartial(
+                range=types.Range(start=pos(line, 0), end=pos(line, 0)), text="totl = 0\n")]))
+        await wait_for(lambda uri=uri: uri in client.diagnostics, timeout=60, what=f"diagnostics for {uri}")
+        assert all(d.source == "dllm" for d in client.diagnostics[uri])
+    client.text_document_did_change(types.DidChangeTextDocumentParams(  # back to the text the test types into
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=3),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=TEXT)]))
 
     before = await command(client, "dllm.serverStats")
     items = (await inline(client, URI, 4, 11)).items
@@ -57,7 +72,7 @@ async def test_default_model_serves_completions_and_edits(client):
 
     # A cancelled request stops in the engine: the await is cancelled, the engine drops the canvas.
     client.text_document_did_change(types.DidChangeTextDocumentParams(  # a keystroke: the cache no longer applies
-        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=4),
         content_changes=[types.TextDocumentContentChangePartial(
             range=types.Range(start=pos(4, 11), end=pos(4, 11)), text="(")]))
     cancelled_before = (await command(client, "dllm.serverStats"))["engineCancelled"]

@@ -102,10 +102,61 @@ def test_placeholders_come_from_the_refactor_recipes():
 def test_diagnostics_from_suspicious_tokens():
     text = "def f(x):\n    return y\n"
     tokens = [SuspiciousToken(21, 22, 0.001, "x", 0.93), SuspiciousToken(4, 5, 0.2, "g", 0.9)]
-    [diagnostic] = to_diagnostics(text, select(tokens), "utf-16")
+    [diagnostic] = to_diagnostics(text, select(tokens, min_alternative=0.5), "utf-16")
     assert diagnostic.range == types.Range(start=types.Position(line=1, character=11),
                                            end=types.Position(line=1, character=12))
     assert diagnostic.severity == types.DiagnosticSeverity.Hint and diagnostic.data == {"replacement": "x"}
+
+
+def test_blank_tokens_are_never_suspicious():
+    """A span's first and last tokens split a line break from its indentation, which the
+    default model's tokenizer never does: unlikely wherever they stand, they are no typo."""
+    from dllm_engine.protocol import TokenScore
+
+    from dllm_lsp.server.diagnostics import suspicious_tokens
+
+    text = "x = 1\n" * 20 + "    totl\n"
+    scores = [TokenScore(0, 4, "    ", 0.0001, "\n    ", 0.95), TokenScore(4, 8, "totl", 0.0002, "total", 0.9),
+              TokenScore(8, 9, "\n", 0.0001, "\n    ", 0.97)]
+    assert [(t.start, t.end) for t in select(suspicious_tokens(scores, 120, text))] == [(124, 128)]
+
+
+def test_a_misspelled_name_is_one_diagnostic_whose_fix_is_the_name():
+    """`queyr` is three tokens; the model prefers `query` at the first (the default model's own
+    scores for such a typo, benchmarks/bench_scoring.py): one hint over the whole name, and its
+    quick fix puts `query` in place of `queyr`, not in place of `qu`."""
+    from dllm_engine.protocol import TokenScore
+
+    from dllm_lsp.server.diagnostics import suspicious_tokens
+
+    text = "def run(query):\n    return sorted(queyr)\n"
+    start = text.index("    return")
+    span = text[start:]
+    at = span.index("queyr")
+    scores = [TokenScore(at, at + 2, "qu", 0.0001, "query", 0.603), TokenScore(at + 2, at + 4, "ey", 0.00001, "x", 0.434),
+              TokenScore(at + 4, at + 5, "r", 0.0009, "`", 0.621)]
+    [found] = select(suspicious_tokens(scores, start, text))
+    assert (text[found.start:found.end], found.alternative, found.misspelling) == ("queyr", "query", True)
+    [diagnostic] = to_diagnostics(text, [found], "utf-16")
+    assert diagnostic.data == {"replacement": "query"}
+    assert diagnostic.range == types.Range(start=types.Position(line=1, character=18),
+                                           end=types.Position(line=1, character=23))
+
+
+def test_a_different_name_is_not_a_misspelling():
+    """The model preferring another name (`options` for `documents`) is a guess, not a typo: it
+    needs a far more confident model than a near spelling does."""
+    from dllm_engine.protocol import TokenScore
+
+    from dllm_lsp.server.diagnostics import suspicious_tokens
+
+    text = "x = ls.documents.get(uri)\n"
+    at = text.index("documents")
+    [token] = suspicious_tokens([TokenScore(at, at + 9, "documents", 0.00001, "options", 0.81)], 0, text)
+    assert not token.misspelling and (token.start, token.end, token.alternative) == (at, at + 9, "options")
+    assert select([token]) == []
+    spelled = suspicious_tokens([TokenScore(at, at + 9, "documents", 0.00001, "document", 0.81)], 0, text)
+    assert [t.alternative for t in select(spelled)] == ["document"]
 
 
 def _tree_sexp(tree) -> str:

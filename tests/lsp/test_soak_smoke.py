@@ -15,7 +15,7 @@ def test_soak_runs_with_tiny_counts(capsys):
     soak = importlib.util.module_from_spec(spec)
     sys.modules["bench_soak"] = soak  # dataclasses look their module up while the class is built
     spec.loader.exec_module(soak)
-    out = soak.main(["--lsp", "30", "--daemon", "12", "--clients", "4"])
+    out = soak.main(["--lsp", "30", "--daemon", "12", "--clients", "4", "--settle", "0.5"])
     lsp, daemon = out["lsp"], out["daemon"]
     assert lsp["sent"] >= 30 and lsp["answered_once"] == lsp["sent"], lsp
     assert lsp["unanswered"] == 0 and lsp["answered_twice"] == 0 and lsp["protocol_violations"] == 0
@@ -23,4 +23,5 @@ def test_soak_runs_with_tiny_counts(capsys):
     assert daemon["answered"] + daemon["dropped_by_client"] == daemon["sent"] == 12, daemon
     assert daemon["answered"] > 0 and not [s for s in daemon["statuses"] if s.startswith("5")], daemon
     assert daemon["queue_after"] == 0 and daemon["active_after"] == 0 and daemon["exit"] == 0
+    assert lsp["rss_warm_mb"] > 0 and lsp["rss_end_mb"] > 0 and daemon["rss_warm_mb"] > 0 and daemon["rss_end_mb"] > 0
     assert "| language server (engine in process) |" in capsys.readouterr().out

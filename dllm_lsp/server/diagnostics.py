@@ -83,10 +83,10 @@ def select(tokens: Iterable[SuspiciousToken], max_probability: float = 0.01, min
     likely, or any other alternative at least `min_alternative` likely (None: never).
 
     Why misspellings only by default (benchmarks/bench_scoring.py, 2 x 40 names of this
-    repository, the default model): a different name the model prefers was a guess, not a bug:
-    at 0.01 / 0.5 (the rule before) 104-110 hints on 40 regions of code as written, against
-    flagging 14 of 40 wrong names and giving back 3 of them; misspellings alone 6-10 such hints,
-    18 of 40 typos flagged and 14 given back by the quick fix, in both samples."""
+    repository, the default model's causal scores): a different name the model prefers was a
+    guess, not a bug: any alternative at 0.01 / 0.5 (the rule before) made 119-128 hints on 40
+    regions of code as written, for 8-10 of 40 wrong names flagged and 2-3 given back; misspellings
+    alone 5-6 such hints, 13-25 of 40 typos flagged and 10-18 given back by the quick fix."""
     keep = [t for t in tokens if t.probability <= max_probability and (
         t.alternative_probability >= min_misspelling if t.misspelling
         else min_alternative is not None and t.alternative_probability >= min_alternative)]

@@ -12,7 +12,8 @@ How a token is scored depends on how the model reads a canvas:
   token it never met in pretraining. One causal pass over the span (runner.score_rows) gives
   each token the probability the engine's own fill would give it at that place, given the
   code after the span (the context's suffix) and before the token: a `stride`-th of the rows
-  (4x fewer at the default stride; a 168-token span on one core 740 -> ~200 ms).
+  (4x fewer at the default stride; a changed region's scoring p50 428-438 -> 96-97 ms on 2
+  cores, benchmarks/bench_scoring.py).
 
 A span longer than WINDOW_TOKENS is scored in windows of that many tokens, one engine call
 each (a request's passes run between them), each window with the span before it in its
@@ -20,7 +21,9 @@ prefix and, when the model reads both sides, the span after it in its suffix. A 
 to 4,000 characters (the request's limit; the language server sends up to 3,000) is 850-1,400
 tokens, which a single 512-token limit refused: the language server, which scored a file's
 first 3,000 characters when it opened, got no diagnostics at all for a file longer than
-~1,700 characters.
+~1,700 characters. A window's context is dropped from the prefix cache once scored: no
+completion shares it (its suffix is the code after the span), and kept, the server's hints
+filled the cache with them.
 """
 
 from __future__ import annotations
@@ -36,8 +39,8 @@ from .runner import trim_to_trained
 
 T = TypeVar("T")
 
-# Tokens scored in one engine call: what a request arriving meanwhile waits for at most (~0.15 s
-# for the default model on 2 cores), and the float32 logits of a window (~50 MB at 256 tokens).
+# Tokens scored in one engine call: what a request arriving meanwhile waits for at most (~0.1 s
+# for the default model on 2 cores), and the logits a window holds (25 MB in bf16 at 256 tokens).
 WINDOW_TOKENS = 256
 PROBS_ROWS = 64  # rows normalised at a time: float32 copies of 12 MB, not of the whole window's logits
 _SPECIALS = 4  # context tokens besides prefix and suffix (bos and the markers), with a margin

@@ -98,7 +98,7 @@ def flags(engine, text: str, region: tuple[int, int]) -> tuple[list, list, float
     start, end = region
     t0 = time.perf_counter()
     result = engine.score(ScoreRequest(prefix=text[max(0, start - PREFIX_CHARS):start], span=text[start:end],
-                                       suffix=text[end:end + SUFFIX_CHARS]))
+                                       suffix=text[end:end + SUFFIX_CHARS], background=True))
     ms = (time.perf_counter() - t0) * 1000
     every = [SuspiciousToken(start + t.start, start + t.end, t.prob, t.alternative, t.alternative_prob)
              for t in result.tokens]

@@ -210,7 +210,7 @@ class DiagnosticsRunner:
         from dllm_engine.protocol import ScoreRequest  # no torch: the protocol module is plain dataclasses
 
         request = ScoreRequest(prefix=text[max(0, start - PREFIX_CHARS):start], span=text[start:end],
-                               suffix=text[end:end + SUFFIX_CHARS])
+                               suffix=text[end:end + SUFFIX_CHARS], background=True)
         self._last[uri] = time.monotonic()
         try:
             result = await asyncio.wait_for(client.score(request), 30)

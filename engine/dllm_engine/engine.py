@@ -291,10 +291,13 @@ class Engine:
 
     def score(self, request: ScoreRequest) -> ScoreResult:
         """Token-by-token likelihood of existing code (see scoring.py): one call per window of
-        the span, each once no request is waiting or running (at most SCORE_PATIENCE_S later).
-        Hints are background work: a window that met a keystroke's request delayed it by the
-        window's ~0.1 s (the keystroke replay's single-line p95 168 -> 249-264 ms)."""
+        the span, between passes; for a `background` request (the language server's hints) each
+        once no request is waiting or running (at most SCORE_PATIENCE_S later): a window that met
+        a keystroke's request delayed it by the window's ~0.1 s (the keystroke replay's
+        single-line p95 168 -> 249-264 ms)."""
         request.validate()
+        if not request.background:
+            return score_span(self, request, call=self._calls.call)
         return score_span(self, request, call=lambda fn: self._calls.call_when_idle(fn, self._idle, SCORE_PATIENCE_S))
 
     def _idle(self) -> bool:

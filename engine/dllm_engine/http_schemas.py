@@ -125,6 +125,7 @@ class ScoreBody(_Body):
     span: Annotated[Text, Field(min_length=1, max_length=4000)]
     suffix: Text = ScoreRequest.suffix
     stride: int = Field(ScoreRequest.stride, ge=1, le=16)
+    background: bool = ScoreRequest.background
     request_id: RequestId | None = None
 
     def build(self) -> ScoreRequest:

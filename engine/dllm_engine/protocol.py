@@ -330,10 +330,15 @@ class ScoreRequest:
     suffix: str = ""
     stride: int = 4
     request_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    # Background work (the language server's hints): each window of the span waits until no
+    # request is waiting or running, at most 2 s (Engine.score); otherwise it runs between passes.
+    background: bool = False
 
     def validate(self) -> None:
         if not all(isinstance(x, str) for x in (self.prefix, self.span, self.suffix)):
             raise ProtocolError("prefix, span and suffix must be strings")
+        if not isinstance(self.background, bool):
+            raise ProtocolError(f"background must be true or false, got {self.background!r:.40}")
         if not self.span:
             raise ProtocolError("span must not be empty")
         if len(self.span) > 4000:

@@ -120,3 +120,20 @@ def test_scoring_leaves_no_context_in_the_cache(causal_engine):
     engine.score(ScoreRequest(prefix="def g(x):\n", span="    return x + 1\n", suffix="print(g(2))\n"))
     engine.score(ScoreRequest(prefix="x = [", span="1, 2, 3, 4, 5, 6, 7", suffix="]\n"))
     assert len(engine.runner.cache) == before
+
+
+def test_only_background_scoring_waits_for_the_engine_to_go_idle(engine, monkeypatch):
+    """The language server's hints yield to requests; a caller's own scoring (/v1/score, next
+    edit on a model without the streamed region pass) runs between passes as before."""
+    from dllm_engine.engine import SCORE_PATIENCE_S
+
+    waited = []
+    real = engine._calls.call_when_idle
+    monkeypatch.setattr(engine._calls, "call_when_idle",
+                        lambda fn, idle, patience: waited.append(patience) or real(fn, idle, patience))
+    engine.score(ScoreRequest(prefix="x = ", span="1 + 2"))
+    assert waited == []
+    engine.score(ScoreRequest(prefix="x = ", span="1 + 2", background=True))
+    assert waited and set(waited) == {SCORE_PATIENCE_S}
+    with pytest.raises(ProtocolError):
+        engine.score(ScoreRequest(prefix="x = ", span="1 + 2", background="yes"))

@@ -54,7 +54,7 @@ class SuspiciousToken:
     misspelling: bool = False  # start:end is a name and `alternative` a near spelling of it
 
 
-def suspicious_tokens(scores, offset: int, text: str | None = None) -> list[SuspiciousToken]:
+def suspicious_tokens(scores, offset: int, text: str) -> list[SuspiciousToken]:
     """The engine's token scores (TokenScore) as candidates, at `offset` in `text` (the document).
 
     Blank tokens are never candidates: where a span starts after a line break, or ends before
@@ -63,16 +63,16 @@ def suspicious_tokens(scores, offset: int, text: str | None = None) -> list[Susp
     unlikely wherever they stand: most of the default model's hints on code as written
     (benchmarks/bench_scoring.py). Spacing is the formatter's business, not a typo.
 
-    With `text`, a token inside a name whose preferred alternative completes a near spelling of
-    that name becomes a candidate for the whole name (`as_misspelling`):
-    a typo spans several tokens (`queyr` is `qu`, `ey`, `r`), and the quick fix must replace
-    the name, not put `query` in place of `qu`."""
+    A token inside a name whose preferred alternative completes a near spelling of that name
+    becomes a candidate for the whole name (`as_misspelling`): a typo spans several tokens
+    (`queyr` is `qu`, `ey`, `r`), and the quick fix must replace the name, not put `query` in
+    place of `qu`."""
     out = []
     for t in scores:
         if not t.text.strip():
             continue
         token = SuspiciousToken(offset + t.start, offset + t.end, t.prob, t.alternative, t.alternative_prob)
-        out.append(as_misspelling(token, text) if text is not None else token)
+        out.append(as_misspelling(token, text))
     return out
 
 

@@ -298,10 +298,10 @@ class Engine:
         request.validate()
         if not request.background:
             return score_span(self, request, call=self._calls.call)
-        return score_span(self, request, call=lambda fn: self._calls.call_when_idle(fn, self._idle, SCORE_PATIENCE_S))
+        return score_span(self, request, call=lambda fn: self._calls.call_when_idle(fn, self.idle, SCORE_PATIENCE_S))
 
-    def _idle(self) -> bool:
-        """On the engine thread: no request waiting or running."""
+    def idle(self) -> bool:
+        """On the engine thread: no request waiting or running (background work goes now)."""
         return not self.scheduler.active and not self.scheduler.queue_depth
 
     def between_passes(self, fn):
@@ -362,8 +362,7 @@ class Engine:
         torch.set_grad_enabled(False)
         while True:
             with self._cond:
-                while (not self._stopping and not self.scheduler.active and not self.scheduler.queue_depth
-                       and not self._calls.pending()):
+                while not self._stopping and self.idle() and not self._calls.pending():
                     self._heap.maybe_trim(self._work_done())  # a burst's freed heap back to the OS
                     self._cond.wait(timeout=1.0)
                 if self._stopping:

@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("adapting a pretrained base (--base)")
     g.add_argument("--base", help="a base's name (bases/catalog.py; 'default' for the default model's): train its "
                                   "draft rows' adapter, distilled from the frozen base, into --out")
-    shared = {"--lr", "--warmup", "--eval-every", "--seed", "--threads", "--model", "--run", "--max-steps"}
+    shared = {"--lr", "--warmup", "--eval-every", "--seed", "--threads", "--model", "--run", "--max-steps", "--device", "--workers"}
     add_draft_arguments(g, skip=shared)
     p.set_defaults(func=run)
 
@@ -50,6 +50,7 @@ def _adapt(args: argparse.Namespace) -> int:
     args.lr = args.lr or 1e-3
     args.warmup = args.warmup or 50
     args.eval_every = args.eval_every or 100
+    args.workers = args.workers or 0
     if args.time_budget:
         args.minutes = parse_duration(args.time_budget) / 60
     return draft_rows.run(args)

@@ -74,6 +74,10 @@ class DistillRun:
         self.log({"split": "heldout", "step": self.step, "seconds": self.seconds, **self.held_row(held)})
         return held
 
+    def next_batch(self) -> list[list[int]]:
+        """Up to `batch` training sequences (a trainer with sampling processes overrides this)."""
+        return [s for s in (self._sample(self.rng, self.train_files) for _ in range(2 * self.args.batch)) if s][:self.args.batch]
+
     def train(self) -> None:
         """Steps until --minutes of wall time or --max-steps: a train row every --log-every
         steps (means over the window), held-out figures and a save every --eval-every."""
@@ -84,7 +88,7 @@ class DistillRun:
         window, rows, spent = [], 0, 0.0
         while time.monotonic() < stop_at and (a.max_steps is None or self.step < a.max_steps):
             t0 = time.perf_counter()
-            seqs = [s for s in (self._sample(self.rng, self.train_files) for _ in range(2 * a.batch)) if s][:a.batch]
+            seqs = self.next_batch()
             if not seqs:
                 continue
             lr = self.lr_at()

@@ -21,8 +21,11 @@ to the run folder; the loss and the held-out top-1 agreement per row go to a CSV
 from __future__ import annotations
 
 import argparse
+import collections
+import multiprocessing
 import random
 from pathlib import Path
+from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -73,28 +76,52 @@ def anchors_of(rng: random.Random, length: int, rows: int, count: int, tail: int
     return sorted(rng.sample(range(first, last + 1), min(count, last - first + 1)))
 
 
-def draft_batch(seqs: list[list[int]], anchors: list[list[int]], rows: int, mask_id: int):
+def draft_batch(seqs: list[list[int]], anchors: list[list[int]], rows: int, mask_id: int,
+                device: torch.device | str = "cpu"):
     """The draft rows of a batch (padded to the longest sequence, left-aligned): ids, positions,
     mask [B, 1, R, S + R] (real tokens up to the anchor, the group's earlier draft rows), and the
-    teacher row of each draft row (the real row at the same position)."""
+    teacher row of each draft row (the real row at the same position). A padding row sees only
+    itself (a row that sees nothing is NaN in some attention kernels, and NaN times a zero
+    gradient is still NaN); it carries no loss. Built as whole tensors: a GPU batch has ~10^4
+    draft rows, too many for a Python loop per row."""
     b = len(seqs)
     s = max(len(q) for q in seqs)
-    r = max(len(a) for a in anchors) * rows
-    ids = torch.full((b, r), mask_id, dtype=torch.long)
-    pos = torch.zeros((b, r), dtype=torch.long)
-    mask = torch.zeros((b, 1, r, s + r), dtype=torch.bool)
-    used = torch.zeros((b, r), dtype=torch.bool)
-    teacher = torch.zeros((b, r), dtype=torch.long)
+    groups = max(len(a) for a in anchors)
+    r = groups * rows
+    anchor = torch.full((b, groups), -1, dtype=torch.long)
     for i, group in enumerate(anchors):
-        for g, a in enumerate(group):
-            for k in range(rows):
-                row = g * rows + k
-                pos[i, row] = a + 1 + k
-                mask[i, 0, row, :a + 1] = True
-                mask[i, 0, row, s + g * rows:s + row + 1] = True
-                used[i, row] = True
-                teacher[i, row] = a + 1 + k
-    return ids, pos, mask, used, teacher
+        anchor[i, :len(group)] = torch.tensor(group, dtype=torch.long)
+    anchor = anchor.to(device)
+    k = torch.arange(rows, device=device)
+    row_anchor = anchor[:, :, None].expand(b, groups, rows).reshape(b, r)  # -1: padding
+    used = row_anchor >= 0
+    pos = torch.where(used, (anchor[:, :, None] + 1 + k).reshape(b, r), torch.zeros_like(row_anchor))
+    ids = torch.full((b, r), mask_id, dtype=torch.long, device=device)
+    real = torch.arange(s, device=device)[None, None, :] <= row_anchor[:, :, None]  # [B, R, S]
+    row = torch.arange(r, device=device)
+    same_group = (row[:, None] // rows == row[None, :] // rows) & (row[None, :] <= row[:, None])  # [R, R]
+    drafts = same_group[None] & used[:, :, None]
+    drafts = drafts | (torch.eye(r, dtype=torch.bool, device=device)[None] & ~used[:, :, None])
+    mask = torch.cat([real, drafts], dim=-1)[:, None]
+    return ids, pos, mask, used, pos.clone()
+
+
+# Sampling processes (--workers): on a GPU a step takes about as long as sampling its batch
+# (~1 ms a sequence: reading a file and tokenizing ~90 lines), so batches are cut beside it.
+_WORKER: dict = {}
+
+
+def _worker_init(tokenizer: str, ids: dict, limits: tuple[int, int, int], files: list[str], batch: int) -> None:
+    from ..tokenizer import TextTokenizer
+
+    _WORKER.update(tok=TextTokenizer(Path(tokenizer)), cfg=SimpleNamespace(**ids), limits=limits, files=files,
+                   batch=batch)
+
+
+def _worker_batch(seed: int) -> list[list[int]]:
+    w, rng = _WORKER, random.Random(seed)
+    seqs = (sample_sequence(rng, w["files"], w["tok"], w["cfg"], *w["limits"]) for _ in range(2 * w["batch"]))
+    return [s for s in seqs if s][:w["batch"]]
 
 
 class DraftTrainer(DistillRun):
@@ -107,8 +134,12 @@ class DraftTrainer(DistillRun):
     def __init__(self, args) -> None:
         self.args = args
         torch.manual_seed(args.seed)
-        loaded = load(args.model, dtype=torch.bfloat16)
+        self.device = torch.device(args.device if args.device != "auto" else
+                                   ("cuda" if torch.cuda.is_available() else "cpu"))
+        loaded = load(args.model, device=self.device, dtype=torch.bfloat16)
         self.model, self.cfg, self.tok = loaded.model, loaded.config, loaded.tokenizer
+        self.tok_path = loaded.path / "tokenizer.json"
+        self.model.use_kernels("torch")  # the Triton kernels are inference-only (no backward)
         for p in self.model.parameters():
             p.requires_grad_(False)
         self.run = Path(args.run)
@@ -118,18 +149,37 @@ class DraftTrainer(DistillRun):
             self.adapter = draft_adapter.init_from_base(self.model, self.cfg.mask_token_id, args.rank, args.rows)
             self.adapter.config.base = self.cfg.extra.get("base", "")
             self.adapter.config.base_key = loaded.path.name
-        self.adapter.train()
+        self.adapter.to(self.device).train()
         self.model.draft_adapter = self.adapter
         self.opt = torch.optim.AdamW(self.adapter.parameters(), lr=args.lr, weight_decay=0.0, betas=(0.9, 0.98))
         state = self.run / "state.pt"
         self.step, self.seconds = 0, 0.0
         if state.exists():
-            saved = torch.load(state, weights_only=True)
+            saved = torch.load(state, weights_only=True, map_location=self.device)
             self.opt.load_state_dict(saved["opt"])
             self.step, self.seconds = saved["step"], saved["seconds"]
         self.split_corpus()
         self.rng = random.Random(args.seed + self.step)
         self.held = self.held_out_sequences(args.held, "draft rows")
+
+    def next_batch(self) -> list[list[int]]:
+        """With --workers, batches come from sampling processes, 2 per process in flight (each
+        from its own seed: the run's seed and the step, so a resumed run draws new batches)."""
+        a = self.args
+        if not a.workers:
+            return super().next_batch()
+        if not hasattr(self, "_pool"):
+            cfg = self.cfg
+            ids = {k: getattr(cfg, k) for k in ("bos_token_id", "suffix_token_id", "prefix_token_id", "eos_token_id")}
+            self._pool = multiprocessing.get_context("spawn").Pool(
+                a.workers, initializer=_worker_init,
+                initargs=(str(self.tok_path), ids, (a.suffix_max, a.prefix_max, a.middle_max), self.train_files, a.batch))
+            self._pending = collections.deque()
+            self._seed = (a.seed + 1) * 1_000_003 + self.step * 4099
+        while len(self._pending) < 2 * a.workers:
+            self._pending.append(self._pool.apply_async(_worker_batch, (self._seed,)))
+            self._seed += 1
+        return self._pending.popleft().get()
 
     def _sample(self, rng, files):
         a = self.args
@@ -137,7 +187,7 @@ class DraftTrainer(DistillRun):
 
     def losses(self, seqs: list[list[int]], rng: random.Random):
         """(mean KL over draft rows, top-1 agreement per row [rows]) for a batch of sequences."""
-        a, cfg, model = self.args, self.cfg, self.model
+        a, cfg, model, dev = self.args, self.cfg, self.model, self.device
         rows = self.adapter.config.rows
         anchors = [anchors_of(rng, len(q), rows, a.anchors, a.tail) for q in seqs]
         keep = [i for i, g in enumerate(anchors) if g]
@@ -146,22 +196,25 @@ class DraftTrainer(DistillRun):
         real = torch.full((b, s), cfg.eos_token_id, dtype=torch.long)
         for i, q in enumerate(seqs):
             real[i, :len(q)] = torch.tensor(q)
-        ids, pos, mask, used, teacher_at = draft_batch(seqs, anchors, rows, cfg.mask_token_id)
-        want = torch.zeros((b, s), dtype=torch.bool)
+        real = real.to(dev)
+        ids, pos, mask, used, teacher_at = draft_batch(seqs, anchors, rows, cfg.mask_token_id, dev)
+        want = torch.zeros((b, s), dtype=torch.bool, device=dev)
         want.scatter_(1, teacher_at, used)
         with torch.no_grad():
-            positions = torch.arange(s)[None].expand(b, -1)
+            positions = torch.arange(s, device=dev)[None].expand(b, -1)
             t_logits, kv = model(real, positions, mask=causal_mask(0, s, real.device), return_kv=True,
                                  logits_rows=want)
         # The teacher row for every draft row, in the draft rows' order.
-        teacher = t_logits[torch.arange(b)[:, None].expand_as(teacher_at), teacher_at][used].float()
+        teacher = t_logits[torch.arange(b, device=dev)[:, None].expand_as(teacher_at), teacher_at][used].float()
         logits, _ = model(ids, pos, mask=mask, past=kv, logits_rows=used, compact=True, draft_rows=used)
         logp = F.log_softmax(logits.float(), -1)
         t_logp = F.log_softmax(teacher, -1)
         kl = (t_logp.exp() * (t_logp - logp)).sum(-1)
         agree = (logits.argmax(-1) == teacher.argmax(-1)).float()
-        k_of = torch.arange(ids.shape[1])[None].expand(b, -1)[used] % rows
-        per_row = [float(agree[k_of == k].mean()) if bool((k_of == k).any()) else float("nan") for k in range(rows)]
+        k_of = torch.arange(ids.shape[1], device=dev)[None].expand(b, -1)[used] % rows
+        hits = torch.zeros(rows, device=dev).index_add_(0, k_of, agree)
+        counts = torch.bincount(k_of, minlength=rows).float()
+        per_row = [h / c if c else float("nan") for h, c in zip((hits.tolist()), counts.tolist())]  # one sync
         return kl.mean(), per_row, int(used.sum())
 
     def held_out(self) -> tuple[float, list[float]]:
@@ -204,7 +257,13 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args) -> int:
     torch.set_num_threads(args.threads or 1)
-    DraftTrainer(args).train()
+    torch.backends.cuda.matmul.allow_tf32 = True  # the adapter's fp32 matmuls on a GPU
+    trainer = DraftTrainer(args)
+    try:
+        trainer.train()
+    finally:
+        if hasattr(trainer, "_pool"):
+            trainer._pool.terminate()
     return 0
 
 

@@ -34,3 +34,6 @@ def add_arguments(p, skip: set[str] = frozenset()) -> None:
     add("--eval-every", type=int, default=100)
     add("--seed", type=int, default=0)
     add("--threads", type=int, default=1)
+    add("--workers", type=int, default=0, help="sampling processes (0: sample in the training process)")
+    add("--device", default="cpu", help="cpu, cuda or auto: the same recipe on one GPU takes a larger --batch "
+                                        "(benchmarks/gpu_draft_rows.sh)")

@@ -17,6 +17,8 @@
 #                  (also checks the GPU path: a few steps on a random 2-layer model of the base's shape)
 #   device call 2: run(command="bash benchmarks/gpu_draft_rows.sh train", carry=[".stage/b", ".stage/meta"],
 #                      timeout_s=590)     # at once: within the machine's 30 s of warmth
+#   (another `train` call while the machine is warm resumes both runs from its disk, MINUTES more;
+#    the learning rate stays at the schedule's end, a tenth: the shipped run did 7 + 3.3 minutes)
 #   here:          bash benchmarks/gpu_draft_rows.sh restore
 #                  bash benchmarks/gpu_draft_rows.sh unpack FILES_AT   # runs/gpu-drafts/r64, r128
 # CPU smoke test of the whole path: bash benchmarks/gpu_draft_rows.sh smoke

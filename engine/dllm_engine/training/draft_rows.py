@@ -232,7 +232,9 @@ class DraftTrainer(DistillRun):
     def save(self, held: tuple[float, list[float]] | None = None) -> None:
         cfg = self.adapter.config
         corpus = ", ".join(self.args.corpus) if self.args.corpus else "the standard library (corpus.py's manifest)"
+        where = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
         cfg.trained = {"steps": self.step, "seconds": round(self.seconds), "corpus": corpus,
+                       "device": where, "batch": self.args.batch,
                        "objective": "KL to the frozen base's next-token distribution at each draft row's slot",
                        **({"held_out_kl": round(held[0], 4), "held_out_agreement": [round(x, 4) for x in held[1]]}
                           if held else (cfg.trained or {}))}
@@ -255,10 +257,31 @@ def main(argv: list[str] | None = None) -> int:
     return run(args)
 
 
+def evaluate(trainer: "DraftTrainer", folders: list[str]) -> None:
+    """Each adapter folder's held-out KL and agreement per row, on the same fixed held-out
+    sequences of this machine's corpus (a paired comparison: adapters trained elsewhere, on
+    another corpus's held-out files, report figures on those)"""
+    print(f"{len(trainer.held)} held-out sequences; top-1 agreement with the base per draft row")
+    print("| adapter | rank | steps | held-out KL | " + " | ".join(f"row {k + 1}" for k in range(4)) + " |")
+    print("|---|---|---|---|" + "---|" * 4)
+    for folder in folders:
+        adapter = draft_adapter.load(Path(folder), device=trainer.device)
+        if adapter is None:
+            raise SystemExit(f"{folder}: no {draft_adapter.CONFIG_FILE}")
+        trainer.adapter = trainer.model.draft_adapter = adapter
+        kl, agree = trainer.held_out()
+        steps = (adapter.config.trained or {}).get("steps", "?")
+        print(f"| {folder} | {adapter.config.rank} | {steps} | {kl:.3f} | "
+              + " | ".join(f"{x:.1%}" for x in agree) + " |", flush=True)
+
+
 def run(args) -> int:
     torch.set_num_threads(args.threads or 1)
     torch.backends.cuda.matmul.allow_tf32 = True  # the adapter's fp32 matmuls on a GPU
     trainer = DraftTrainer(args)
+    if getattr(args, "evaluate", None):
+        evaluate(trainer, args.evaluate)
+        return 0
     try:
         trainer.train()
     finally:

@@ -34,6 +34,8 @@ def add_arguments(p, skip: set[str] = frozenset()) -> None:
     add("--eval-every", type=int, default=100)
     add("--seed", type=int, default=0)
     add("--threads", type=int, default=1)
+    add("--evaluate", action="append", metavar="FOLDER", help="only evaluate these adapter folders (repeatable) "
+                                                                "on the held-out sequences, side by side; nothing is trained")
     add("--workers", type=int, default=0, help="sampling processes (0: sample in the training process)")
     add("--device", default="cpu", help="cpu, cuda or auto: the same recipe on one GPU takes a larger --batch "
                                         "(benchmarks/gpu_draft_rows.sh)")

@@ -214,7 +214,7 @@ class DraftTrainer(DistillRun):
         k_of = torch.arange(ids.shape[1], device=dev)[None].expand(b, -1)[used] % rows
         hits = torch.zeros(rows, device=dev).index_add_(0, k_of, agree)
         counts = torch.bincount(k_of, minlength=rows).float()
-        per_row = [h / c if c else float("nan") for h, c in zip((hits.tolist()), counts.tolist())]  # one sync
+        per_row = [h / c if c else float("nan") for h, c in zip(hits.tolist(), counts.tolist())]  # one sync
         return kl.mean(), per_row, int(used.sum())
 
     def held_out(self) -> tuple[float, list[float]]:
@@ -259,20 +259,24 @@ def main(argv: list[str] | None = None) -> int:
 
 def evaluate(trainer: "DraftTrainer", folders: list[str]) -> None:
     """Each adapter folder's held-out KL and agreement per row, on the same fixed held-out
-    sequences of this machine's corpus (a paired comparison: adapters trained elsewhere, on
-    another corpus's held-out files, report figures on those)"""
-    print(f"{len(trainer.held)} held-out sequences; top-1 agreement with the base per draft row")
-    print("| adapter | rank | steps | held-out KL | " + " | ".join(f"row {k + 1}" for k in range(4)) + " |")
-    print("|---|---|---|---|" + "---|" * 4)
+    sequences of this machine's corpus: a paired comparison (an adapter trained elsewhere
+    reports figures on that corpus's held-out files)."""
+    adapters = []
     for folder in folders:
         adapter = draft_adapter.load(Path(folder), device=trainer.device)
         if adapter is None:
             raise SystemExit(f"{folder}: no {draft_adapter.CONFIG_FILE}")
+        adapters.append(adapter)
+    width = max(a.config.rows for a in adapters)
+    print(f"{len(trainer.held)} held-out sequences; top-1 agreement with the base per draft row")
+    print("| adapter | rank | steps | held-out KL | " + " | ".join(f"row {k + 1}" for k in range(width)) + " |")
+    print("|---|---|---|---|" + "---|" * width)
+    for folder, adapter in zip(folders, adapters):
         trainer.adapter = trainer.model.draft_adapter = adapter
         kl, agree = trainer.held_out()
+        cells = [f"{x:.1%}" for x in agree] + ["-"] * (width - len(agree))
         steps = (adapter.config.trained or {}).get("steps", "?")
-        print(f"| {folder} | {adapter.config.rank} | {steps} | {kl:.3f} | "
-              + " | ".join(f"{x:.1%}" for x in agree) + " |", flush=True)
+        print(f"| {folder} | {adapter.config.rank} | {steps} | {kl:.3f} | " + " | ".join(cells) + " |", flush=True)
 
 
 def run(args) -> int:

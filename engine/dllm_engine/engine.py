@@ -61,6 +61,7 @@ from .scheduler import ActiveHole, RequestState, Scheduler
 from .unsure_stop import unsure_slot
 from .start_ban import StartBans, starts_banned
 from .suffix_stop import suffix_cut, suffix_head
+from .trailing_indent import trailing_indent_cut
 
 log = logging.getLogger("dllm_engine")
 
@@ -891,6 +892,9 @@ class Engine:
         cut = line_cap_cut(text, hole.max_lines) if hole.max_lines else -1
         if cut >= 0:
             text, reason = text[:cut], "end"
+        cut = trailing_indent_cut(text, hole.suffix)  # the suffix's first line keeps its own indentation
+        if cut >= 0:
+            text = text[:cut]
         if not a.healed.strip() and starts_banned(text, hole.banned_starts):  # only re-masking gets here (start_ban.py)
             text, reason = "", "end"
         a.state.results[a.index] = HoleResult(

@@ -84,3 +84,14 @@ def test_an_empty_body_starts_with_code_when_prose_is_banned(engine):
     assert free.text.startswith('"""'), f"the model no longer starts with a docstring here: {free.text!r}"
     assert code.text.strip() and not code.text.lstrip().startswith(prose), code.text
     assert code.passes < free.passes  # a docstring and code, or code alone
+
+
+def test_a_fill_that_ends_on_a_fresh_line_leaves_the_suffix_its_own_indentation(engine):
+    """A fixed-length fill (an oracle length, a range) whose last token is SmolLM2's merged line
+    break and indentation: the blanks go (trailing_indent.py), so the suffix's first line keeps
+    its own indentation instead of 15 spaces."""
+    prefix = "def total(items):\n    ret = 0\n    for item in items:\n"
+    suffix = "    return ret\n"
+    res = engine.infill(InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=7, bucket=7)])).holes[0]
+    assert res.tokens == 7 and res.text.endswith("\n"), res.text  # the canvas's last token holds the line break
+    assert (prefix + res.text + suffix).splitlines()[-1] == "    return ret"

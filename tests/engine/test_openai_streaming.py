@@ -49,3 +49,19 @@ def test_the_suffixs_head_is_held_back_and_cuts_the_stream_where_the_engine_cuts
     # the rule off: the head is text like any other
     s = FillStream.for_hole(Hole(prefix="x\n", suffix="    return n\n", stop_at_suffix=False))
     assert s.settled("    return n\n") == "    return n\n"
+
+
+def test_blanks_after_a_line_break_wait_for_text_before_an_indented_suffix():
+    """The engine drops a fill's trailing blanks before a suffix with its own indentation
+    (trailing_indent.py): a stream holds them back until text follows, so what it sent is
+    always a prefix of the final fill."""
+    from dllm_engine.protocol import Hole
+
+    s = FillStream.for_hole(Hole(prefix="for x in xs:\n", suffix="    return n\n", stop_at_suffix=False))
+    assert s.settled("    n += x\n   ") == "    n += x\n"
+    assert s.final("    n += x\n") == ""  # the blanks never went out
+    s = FillStream.for_hole(Hole(prefix="for x in xs:\n", suffix="    return n\n", stop_at_suffix=False))
+    sent = [s.settled("    n += x\n   "), s.settled("    n += x\n        if n:")]
+    assert "".join(sent) == "    n += x\n        if n:"  # followed by text, they are the next line's
+    s = FillStream.for_hole(Hole(prefix="f(\n", suffix="b)\n"))  # a suffix that starts with text
+    assert s.settled("    a,\n    ") == "    a,\n    "

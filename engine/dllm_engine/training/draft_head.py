@@ -61,7 +61,9 @@ def add_arguments(p) -> None:
     p.add_argument("--eval-every", type=int, default=100)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--device", default="cpu", help="cpu, or cuda (the same recipe on one GPU, larger --batch)")
+    p.add_argument("--device", default="cpu", help="cpu, cuda or auto: the same recipe on one GPU takes a larger "
+                   "--batch (benchmarks/gpu_draft_rows.sh train-head)")
+    p.add_argument("--workers", type=int, default=0, help="sampling processes (0: sample in the training process)")
 
 
 def corpus_counts(tok, files: list[str], vocab_size: int, limit: int = 400) -> torch.Tensor:
@@ -87,9 +89,12 @@ class HeadTrainer(DistillRun):
     def __init__(self, args) -> None:
         self.args = args
         torch.manual_seed(args.seed)
-        self.device = torch.device(args.device)
+        self.device = torch.device(args.device if args.device != "auto" else
+                                   ("cuda" if torch.cuda.is_available() else "cpu"))
         loaded = load(args.model, device=self.device, dtype=torch.bfloat16)
         self.model, self.cfg, self.tok = loaded.model, loaded.config, loaded.tokenizer
+        self.tok_path = loaded.path / "tokenizer.json"
+        self.model.use_kernels("torch")  # the teacher's plain causal forward: torch's own kernels on any device
         for p in self.model.parameters():
             p.requires_grad_(False)
         self.model.keep_hidden = True
@@ -118,7 +123,7 @@ class HeadTrainer(DistillRun):
         state = self.run / "state.pt"
         self.step, self.seconds = 0, 0.0
         if state.exists():
-            saved = torch.load(state, weights_only=True)
+            saved = torch.load(state, weights_only=True, map_location=self.device)
             self.opt.load_state_dict(saved["opt"])
             self.step, self.seconds = saved["step"], saved["seconds"]
         self.rng = random.Random(args.seed + self.step)
@@ -207,7 +212,9 @@ class HeadTrainer(DistillRun):
     def save(self, held: tuple | None = None) -> None:
         cfg = self.head.config
         corpus = ", ".join(self.args.corpus) if self.args.corpus else "the standard library (corpus.py's manifest)"
+        where = torch.cuda.get_device_name(self.device) if self.device.type == "cuda" else "cpu"
         cfg.trained = {"steps": self.step, "seconds": round(self.seconds), "corpus": corpus,
+                       "device": where, "batch": self.args.batch,
                        "objective": "soft cross-entropy to the frozen base's next-token distribution (on the "
                                     "head's vocabulary) at each guessed slot, real tokens folded in",
                        **({"held_out_loss": round(held[0], 4), "held_out_agreement": [round(x, 4) for x in held[1]],
@@ -229,6 +236,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def run(args) -> int:
     torch.set_num_threads(args.threads or 1)
+    torch.backends.cuda.matmul.allow_tf32 = True  # the head's fp32 matmuls on a GPU
     HeadTrainer(args).train()
     return 0
 

@@ -21,11 +21,8 @@ to the run folder; the loss and the held-out top-1 agreement per row go to a CSV
 from __future__ import annotations
 
 import argparse
-import collections
-import multiprocessing
 import random
 from pathlib import Path
-from types import SimpleNamespace
 
 import torch
 import torch.nn.functional as F
@@ -106,24 +103,6 @@ def draft_batch(seqs: list[list[int]], anchors: list[list[int]], rows: int, mask
     return ids, pos, mask, used, pos.clone()
 
 
-# Sampling processes (--workers): on a GPU a step takes about as long as sampling its batch
-# (~1 ms a sequence: reading a file and tokenizing ~90 lines), so batches are cut beside it.
-_WORKER: dict = {}
-
-
-def _worker_init(tokenizer: str, ids: dict, limits: tuple[int, int, int], files: list[str], batch: int) -> None:
-    from ..tokenizer import TextTokenizer
-
-    _WORKER.update(tok=TextTokenizer(Path(tokenizer)), cfg=SimpleNamespace(**ids), limits=limits, files=files,
-                   batch=batch)
-
-
-def _worker_batch(seed: int) -> list[list[int]]:
-    w, rng = _WORKER, random.Random(seed)
-    seqs = (sample_sequence(rng, w["files"], w["tok"], w["cfg"], *w["limits"]) for _ in range(2 * w["batch"]))
-    return [s for s in seqs if s][:w["batch"]]
-
-
 class DraftTrainer(DistillRun):
     FIELDS = FIELDS
 
@@ -161,25 +140,6 @@ class DraftTrainer(DistillRun):
         self.split_corpus()
         self.rng = random.Random(args.seed + self.step)
         self.held = self.held_out_sequences(args.held, "draft rows")
-
-    def next_batch(self) -> list[list[int]]:
-        """With --workers, batches come from sampling processes, 2 per process in flight (each
-        from its own seed: the run's seed and the step, so a resumed run draws new batches)."""
-        a = self.args
-        if not a.workers:
-            return super().next_batch()
-        if not hasattr(self, "_pool"):
-            cfg = self.cfg
-            ids = {k: getattr(cfg, k) for k in ("bos_token_id", "suffix_token_id", "prefix_token_id", "eos_token_id")}
-            self._pool = multiprocessing.get_context("spawn").Pool(
-                a.workers, initializer=_worker_init,
-                initargs=(str(self.tok_path), ids, (a.suffix_max, a.prefix_max, a.middle_max), self.train_files, a.batch))
-            self._pending = collections.deque()
-            self._seed = (a.seed + 1) * 1_000_003 + self.step * 4099
-        while len(self._pending) < 2 * a.workers:
-            self._pending.append(self._pool.apply_async(_worker_batch, (self._seed,)))
-            self._seed += 1
-        return self._pending.popleft().get()
 
     def _sample(self, rng, files):
         a = self.args
@@ -286,11 +246,7 @@ def run(args) -> int:
     if getattr(args, "evaluate", None):
         evaluate(trainer, args.evaluate)
         return 0
-    try:
-        trainer.train()
-    finally:
-        if hasattr(trainer, "_pool"):
-            trainer._pool.terminate()
+    trainer.train()
     return 0
 
 

@@ -2,7 +2,9 @@
 and drafting (off, or on), side by side in one run.
 
 Single-line holes cut from this repository's own source (code written after the base was
-trained; never HumanEval): for each hole, every arm fills it in turn (interleaved, so a
+trained; never HumanEval), or with `--source humaneval` the HumanEval single-line tasks
+(every `--stride`th: the issue's own tasks, for a paired latency beside `dllm-lsp eval`'s
+tokens per pass): for each hole, every arm fills it in turn (interleaved, so a
 change in the machine's load touches every arm alike). Reports per arm: median and p95
 request latency, time per pass (the request's time over its passes), passes per fill, the fill's own tokens per pass,
 and how many fills agree with the first arm's text.
@@ -64,6 +66,9 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--arms", default="native:0,native:8,int4:0,int4:8", help="weights:draft_tokens, comma-separated")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--source", choices=("repo", "humaneval"), default="repo",
+                   help="the holes: single lines of dllm_lsp/, or HumanEval single-line tasks")
+    p.add_argument("--stride", type=int, default=5, help="with --source humaneval: every Nth task (then --holes at most)")
     p.add_argument("--json", action="store_true")
     p.add_argument("--engine-from", type=Path, default=ROOT,
                    help="a checkout whose engine is measured (another commit's, on this checkout's holes)")
@@ -100,7 +105,13 @@ def main() -> int:
     engines = {arm: Engine(EngineConfig(model="default", threads=args.threads, weights=arm[0], draft_tokens=arm[1],
                                         **options(arm)))
                for arm in arms}
-    holes = cut_holes(args.holes, args.seed)
+    if args.source == "humaneval":
+        from dllm_engine.evaluation.tasks import load_humaneval
+
+        holes = [(t.prefix, t.suffix, t.middle.strip())
+                 for t in load_humaneval("single-line", limit=args.holes, stride=args.stride)]
+    else:
+        holes = cut_holes(args.holes, args.seed)
     stats = {arm: {"fresh": [], "latency": [], "passes": 0, "tokens": 0, "texts": [], "exact": 0} for arm in arms}
     for warm in holes[:2]:  # first calls build kernels' packed buffers and the context cache
         for arm, e in engines.items():
@@ -133,20 +144,22 @@ def main() -> int:
             "passes_per_fill": round(s["passes"] / len(holes), 2),
             "fill_tokens_per_pass": round(s["tokens"] / max(1, s["passes"]), 2),
             "ms_per_pass": round(sum(s["latency"]) / max(1, s["passes"]), 1),  # context cached: passes alone
+            "latency_ms_mean": round(statistics.mean(s["latency"]), 1),
             "same_text_as_first_arm": sum(a == b for a, b in zip(first, s["texts"])),
             "exact": s["exact"],
         })
-    head = f"{cpu_name()}, torch {torch.__version__}, {args.threads} threads, {len(holes)} single-line holes of dllm_lsp/"
+    where = "dllm_lsp/" if args.source == "repo" else f"HumanEval single-line (every {args.stride}th task)"
+    head = f"{cpu_name()}, torch {torch.__version__}, {args.threads} threads, {len(holes)} single-line holes of {where}"
     if args.engine_from != ROOT:
         head += f", engine from {args.engine_from}"
     if args.json:
         print(json.dumps({"machine": head, "rows": rows}, indent=1))
     else:
         print(head)
-        print("| weights | drafts | fresh context p50 ms | cached context p50 ms | p95 ms | passes/fill | fill tokens/pass | ms/pass | same text as first arm | exact |")
-        print("|---|---|---|---|---|---|---|---|---|---|")
+        print("| weights | drafts | fresh context p50 ms | cached context p50 ms | p95 ms | mean ms | passes/fill | fill tokens/pass | ms/pass | same text as first arm | exact |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
         for r in rows:
-            print(f"| {r['weights']} | {r['draft_tokens']} | {r['fresh_ms_p50']} | {r['latency_ms_p50']} | {r['latency_ms_p95']} | {r['passes_per_fill']} "
+            print(f"| {r['weights']} | {r['draft_tokens']} | {r['fresh_ms_p50']} | {r['latency_ms_p50']} | {r['latency_ms_p95']} | {r['latency_ms_mean']} | {r['passes_per_fill']} "
                   f"| {r['fill_tokens_per_pass']} | {r['ms_per_pass']} | {r['same_text_as_first_arm']}/{r['holes']} | {r['exact']}/{r['holes']} |")
     return 0
 

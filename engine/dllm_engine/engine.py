@@ -35,7 +35,7 @@ from .dedent_stop import dedent_cut
 from .line_cap import line_cap_cut
 from .repeat_stop import loop_seen, repeat_cut, typed_indent
 from .draft_head import attach as attach_draft_head
-from .drafting import accepted_run, canvas_drafts, row_drafts
+from .drafting import accepted_run, canvas_drafts, history_of, long_match, row_drafts
 from .cpu_features import native_bf16
 from .healing import TokenHealer, heal, unheal
 from .heap_trim import HeapTrimmer
@@ -109,9 +109,10 @@ class EngineConfig:
     # The draft head (draft_head.py): "shipped" (the package's head for the model's base, if
     # any), "none", or a folder holding draft_head.json / .safetensors. After each pass it
     # guesses the next `draft_tokens` tokens from the base's hidden state at the newest
-    # committed token; the next pass checks them when the text offers no draft. No head is
-    # shipped yet: the one trained on a CPU saved 4% of passes and made each 22% dearer
-    # (benchmarks/RESULTS.md, thirteenth session), so "shipped" attaches none today.
+    # committed token; the next pass checks them when the text offers no full-length match
+    # (drafting.canvas_drafts). The default model's head (bases/heads/smollm2-135m, trained on
+    # one GPU): HumanEval single-line passes 0.86x, p95 0.76x (benchmarks/RESULTS.md,
+    # twenty-seventh session).
     draft_head: str = "shipped"
 
     def __post_init__(self) -> None:
@@ -787,6 +788,8 @@ class Engine:
             last = c + run - 1
             if last + 1 >= n or int(index[row, last]) < 0 or bool(self._draft_stops[int(new_canvases[row, last])]):
                 continue
+            if long_match(history_of(a, new_canvases[row], last + 1), self._draft_stops):
+                continue  # the next pass drafts from the text: no guess needed (the head costs ~2 ms a hole)
             picked.append(int(index[row, last]))
             holes.append((a, last, int(new_canvases[row, last]), n))
         if not holes:

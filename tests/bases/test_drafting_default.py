@@ -24,7 +24,9 @@ HOLES = [
 def engines():
     from dllm_engine.engine import Engine, EngineConfig
 
-    built = {k: Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native", draft_tokens=k)) for k in (0, 8)}
+    # The text's lookup alone (the shipped draft head has its own test below)
+    built = {k: Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native", draft_tokens=k,
+                                    draft_head="none")) for k in (0, 8)}
     yield built
     for e in built.values():
         e.shutdown()
@@ -87,7 +89,8 @@ def test_the_shipped_draft_rows_save_passes_and_change_no_token(engines):
     after the current one, the next pass checks them; the same fills in fewer passes."""
     from dllm_engine.engine import Engine, EngineConfig
 
-    with_rows = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native", draft_tokens=8, draft_rows=3))
+    with_rows = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native", draft_tokens=8,
+                                    draft_rows=3, draft_head="none"))
     no_rows = engines[8]
     assert no_rows.draft_rows == 0  # off by default
     try:
@@ -99,6 +102,29 @@ def test_the_shipped_draft_rows_save_passes_and_change_no_token(engines):
     for p, r in zip(plain, rows):
         assert r.text == p.text and r.tokens == p.tokens
     assert sum(r.passes for r in rows) < sum(p.passes for p in plain)
+
+
+def test_the_shipped_draft_head_saves_passes_and_changes_no_token(engines):
+    """The shipped draft head (draft_head.py, trained on one GPU): where the text offers no
+    full-length match, the pass checks the head's guess of the next tokens; the same fills in
+    fewer passes, alone and batched, at the shipped draft length."""
+    from dllm_engine.engine import Engine, EngineConfig
+
+    with_head = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
+    without = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native", draft_head="none"))
+    try:
+        assert with_head.draft_head is not None and without.draft_head is None
+        assert with_head.draft_head.config.base == "smollm2-135m"
+        guessed = [with_head.infill(InfillRequest(holes=[h])).holes[0] for h in NOVEL]
+        batched = with_head.infill(InfillRequest(holes=list(NOVEL))).holes
+        plain = [without.infill(InfillRequest(holes=[h])).holes[0] for h in NOVEL]
+    finally:
+        with_head.shutdown()
+        without.shutdown()
+    for p, g, b in zip(plain, guessed, batched):
+        assert g.text == p.text == b.text and g.tokens == p.tokens == b.tokens
+    assert sum(g.passes for g in guessed) < sum(p.passes for p in plain)
+    assert sum(b.passes for b in batched) < sum(p.passes for p in plain)
 
 
 def test_a_sampling_canvas_checks_drafts_with_its_own_draws(engines):

@@ -47,3 +47,35 @@ def test_accepted_run_keeps_matches_and_the_first_differing_token():
     assert accepted_run([5, 6, 7], [5, 0]) == 2  # one right guess: it and the model's next token
     assert accepted_run([5, 6, 7], [5, 6]) == 3  # the whole draft right: plus the token after it
 
+
+
+def hole_at(context, head_draft=None, mask=99):
+    """A greedy canvas of blocks of 1 at slot 0 after `context` (its last token held out, as
+    the engine holds it), with the draft head's guess `head_draft` for slot 0, if any."""
+    from types import SimpleNamespace
+
+    ctx = SimpleNamespace(ids=t(*context[:-1]), last_id=context[-1], absorbed=0)
+    return SimpleNamespace(context=ctx, canvas=torch.full((8,), mask), head_draft=head_draft)
+
+
+def test_a_pass_drafts_a_long_match_then_the_heads_guess_then_a_short_match():
+    from dllm_engine.drafting import canvas_drafts, long_match
+
+    stop_at = torch.zeros(128, dtype=torch.bool)
+    window = torch.zeros(1, 8, dtype=torch.bool)
+    window[0, 0] = True
+    canvases = torch.full((1, 8), 99)
+
+    def drafted(context, head=None):
+        out = canvas_drafts([hole_at(context, head)], canvases, window, 99, 3, stop_at)
+        return [] if out is None else out[0][out[0] >= 0].tolist()
+
+    full = [7, 8, 9, 4, 5, 6, 1, 7, 8, 9]  # the trailing 3-gram occurred before: 4 5 6 follow it
+    short = [3, 9, 4, 5, 6, 1, 9]  # only the trailing 1-gram 9 occurred before
+    guess = (0, [40, 41, 42])
+    assert long_match(torch.tensor(full)) and not long_match(torch.tensor(short))
+    assert drafted(full, guess) == [4, 5, 6]  # a full-length match outranks the head
+    assert drafted(short, guess) == [40, 41, 42]  # the head outranks a short match
+    assert drafted(short) == [4, 5, 6]  # with no guess, the short match
+    assert drafted(short, (1, [40, 41, 42])) == [4, 5, 6]  # a guess for another slot is not used
+    assert drafted([1, 2, 3]) == []

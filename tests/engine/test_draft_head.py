@@ -160,3 +160,21 @@ def test_training_raises_the_held_out_agreement_and_resumes(tmp_path):
     resumed = draft_head.DraftHeadConfig.load(run / "head" / "draft_head.json")
     assert resumed.trained["steps"] == 27
     assert len(held(run, "loss")) == len(losses) + 1  # no second step-0 evaluation: the run went on
+
+
+def test_the_head_trains_from_sampling_processes(tmp_path):
+    """--workers (the sampling pool the draft rows' trainer shares): batches cut in spawned
+    processes, as on a GPU; the run trains, logs and saves as without them."""
+    from dllm_engine.training import draft_head as trainer
+
+    run = tmp_path / "run"
+    trainer.main(["--model", "small", "--run", str(run), "--corpus", str(ROOT / "engine" / "dllm_engine"),
+                  "--steps", "2", "--inner", "32", "--blocks", "1", "--vocab", "256", "--tail", "16",
+                  "--prefix-max", "64", "--suffix-max", "16", "--held", "2", "--log-every", "1",
+                  "--eval-every", "1000", "--max-steps", "3", "--workers", "1", "--batch", "3", "--device", "auto"])
+    with (run / "loss.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [r["step"] for r in rows if r["split"] == "train"] == ["1", "2", "3"]
+    assert float(rows[1]["anchors_per_s"]) > 0
+    saved = draft_head.DraftHeadConfig.load(run / "head" / "draft_head.json")
+    assert saved.trained["steps"] == 3 and saved.trained["device"] == "cpu" and saved.trained["batch"] == 3

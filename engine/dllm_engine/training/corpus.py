@@ -48,13 +48,25 @@ def collect(roots: list[Path]) -> tuple[list[Path], list[tuple[str, str]]]:
 
 
 def build_manifest(roots: list[Path], holdout_every: int = 40) -> dict:
-    """Deterministic split: a file is held out when its path hash falls in 1/holdout_every."""
+    """Deterministic split: a file is held out when the hash of its path under its root falls in
+    1/holdout_every. Under its root, not absolute: the same files are held out in every checkout
+    and on every machine (a CPU run and a GPU run of one recipe evaluate on the same files)."""
     kept, excluded = collect(roots)
     train, held = [], []
     for path in kept:
-        h = int(hashlib.sha256(str(path).encode()).hexdigest()[:8], 16)
+        h = int(hashlib.sha256(_under_root(Path(path), roots).encode()).hexdigest()[:8], 16)
         (held if h % holdout_every == 0 else train).append(str(path))
     return {"roots": [str(r) for r in roots], "train": train, "heldout": held, "excluded": excluded}
+
+
+def _under_root(path: Path, roots: list[Path]) -> str:
+    """`path` relative to the root it was collected from (POSIX separators), or as it is."""
+    for root in roots:
+        try:
+            return Path(path).relative_to(root).as_posix()
+        except ValueError:
+            continue
+    return str(path)
 
 
 def default_roots() -> list[Path]:

@@ -1,5 +1,6 @@
-"""What the CPU distillation runs of a base's helpers share (draft_rows.py's adapter,
-draft_head.py's head): the learning-rate schedule and the loss curve's CSV."""
+"""What the distillation runs of a base's helpers (draft_rows.py's adapter, draft_head.py's
+head) share, on a CPU or one GPU: the corpus split, the learning-rate schedule, the batches
+(cut here or by sampling processes) and the loss curve's CSV."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from .corpus import build_manifest, default_roots
 class DistillRun:
     """Mixed into a trainer that has `args` (lr, warmup, decay_minutes, corpus, minutes,
     max_steps, batch, log_every, eval_every), `step`, `seconds`, `run` (its folder), `opt`,
-    `rng`, `learner` (the module that learns), and:
+    `rng`, `learner` (the module that learns), with --workers `tok_path` and `cfg` (the
+    tokenizer file and the layout's token ids the sampling processes need), and:
     - `_sample(rng, files)`: one training sequence, or None;
     - `train_loss(seqs)`: (loss, {column: value} of the step's metrics, rows it scored);
     - `held_out()`: the held-out figures, and `held_row(held)`: their CSV columns;

@@ -19,6 +19,8 @@ An arm `weights:drafts:exact` runs with every row count sent to the projections 
 An arm `weights:drafts:head=FOLDER` guesses with that draft head (draft_head.py) when the text
 offers no draft; `head=none` runs without one (the default is the shipped head, if any).
 An arm `weights:drafts:cand=N` asks for best of N (DiffusionParams.candidates, candidates.py).
+An arm `weights:drafts:tree=N:branches=K` checks a draft tree of at most N draft tokens a
+pass with the head's K likeliest chains in it (draft_tree.py); `tree=0` one chain a pass.
 "exact" counts the fills equal to the line that was cut out (held-out exact match).
 
 Each arm is an engine with a thread of its own, and each such thread keeps its own OpenMP team
@@ -96,6 +98,10 @@ def main() -> int:
             out["draft_rows"] = 0
         if "head" in opts:
             out["draft_head"] = opts["head"]
+        if "tree" in opts:  # the draft tree's most tokens (0: one chain) and the head's chains in it
+            out["draft_tree_tokens"] = int(opts["tree"])
+        if "branches" in opts:
+            out["draft_branches"] = int(opts["branches"])
         return out
 
     def params(arm):  # cand=N: best of N (an engine before candidates takes only the default)

@@ -45,14 +45,19 @@ def current_block_starts(canvases: torch.Tensor, lens: torch.Tensor, block: int,
 
 def shifted_canvas_logits(runner, contexts, canvases: torch.Tensor, canvas_lens: torch.Tensor,
                           rows: torch.Tensor | None, compact: bool, absorb: bool,
-                          drafts: torch.Tensor | None = None, draft_rows: bool = False) -> torch.Tensor:
+                          drafts: torch.Tensor | None = None, draft_rows: bool = False,
+                          branches: list | None = None):
     """canvas_logits for a shifted-logit model (see the module docstring); the same contract
     as ModelRunner.canvas_logits: [B, W, V], or [M, V] for `rows` with `compact`.
 
     `drafts` (long [B, W], -1 where none): guessed tokens the pass runs in masked slots
     (drafting.py), so the slot after each gets the model's logits given the guess. The
     canvas itself (which slots are finished) is read from `canvases` alone. `draft_rows`: the
-    rows that show a mask run with the model's draft adapter (draft_adapter.py)."""
+    rows that show a mask run with the model's draft adapter (draft_adapter.py).
+    `branches` (blocks of 1, compact only; per canvas a list of draft_tree.BranchNode): more
+    guesses, run as extra rows after the canvas's (see _branch_rows); then the return is
+    (logits, branch_logits [N, V], one row per node, canvas by canvas), and the model's
+    `last_hidden` holds the canvas rows' states followed by the nodes'."""
     b, width = canvases.shape
     block, dev = runner.block, runner.device
     offset = torch.tensor([c.absorbed for c in contexts], device=dev)  # slots already in each context
@@ -78,9 +83,10 @@ def shifted_canvas_logits(runner, contexts, canvases: torch.Tensor, canvas_lens:
         need = lens
     need = torch.minimum(torch.maximum(need, done), lens).clamp(min=0)
     run = max(0, int(need.max()))
+    extra = max((len(n) for n in branches), default=0) if branches is not None else 0
     # Blocks of 1: room for the rest of the canvas, so the buffer outlives the folds (fold_committed).
     spare = width + 1 if absorb and block == 1 else 0
-    batch = runner._stack_contexts(contexts, run + 1, spare)
+    batch = runner._stack_contexts(contexts, run + 1 + extra, spare)
     ctx_lens, t_max = batch.lens, batch.t_max
     src = (offset[:, None] + torch.arange(run, device=dev)[None]).clamp(max=width - 1)
     last_ids = torch.tensor([c.last_id for c in contexts], dtype=torch.long, device=dev)
@@ -103,12 +109,26 @@ def shifted_canvas_logits(runner, contexts, canvases: torch.Tensor, canvas_lens:
     keep = absorb and block == 1
     fold = absorb and block and bool((done > 0).any())
     adapted = {"draft_rows": real & (ids == runner.config.mask_token_id)} if draft_rows else {}
+    canvas_rows = 1 + run
+    if extra:
+        if not (compact and rows is not None and block == 1):
+            raise ValueError("draft branches need blocks of 1 and compact logits")
+        ids, positions, mask, want, real = _branch_rows(branches, extra, ids, positions, mask, want, real,
+                                                        offset, ctx_lens, t_max, runner.config.mask_token_id)
     logits, new_kv = runner.model(ids, positions, mask=mask, past=past, logits_rows=want,
                                   compact=compact and rows is not None, return_kv=fold or keep, **adapted)
     if fold:
         _append_finished(runner, contexts, canvases, offset, done, new_kv)
     runner.last_pass = PassRows(contexts, ids.cpu(), real.cpu(), done.tolist(), offset.tolist(), new_kv,
-                                batch) if keep else None
+                                batch, canvas_rows) if keep else None
+    if branches is not None:
+        # The compact rows are row-major over (canvas, row): the canvas rows' logits go first
+        # (the order rows.nonzero() promises), then every canvas's nodes'.
+        is_branch = (want.nonzero(as_tuple=True)[1] >= canvas_rows)
+        hidden = runner.model.last_hidden
+        if hidden is not None:
+            runner.model.last_hidden = torch.cat((hidden[~is_branch], hidden[is_branch]))
+        return logits[~is_branch], logits[is_branch]
     if compact and rows is not None:
         return logits  # row-major over (canvas, slot): the same order as rows.nonzero()
     out = logits.new_zeros(b, width, logits.shape[-1])
@@ -116,6 +136,40 @@ def shifted_canvas_logits(runner, contexts, canvases: torch.Tensor, canvas_lens:
         n = min(1 + run, width - int(offset[i]))
         out[i, int(offset[i]):int(offset[i]) + n] = logits[i, :n]
     return out
+
+
+def _branch_rows(branches, extra: int, ids, positions, mask, want, real, offset, ctx_lens, t_max: int,
+                 mask_id: int):
+    """The pass's tensors with `extra` rows appended per canvas for its draft-tree branches
+    (draft_tree.py): node e of canvas i runs as row R + e, at the position its slot has,
+    seeing the context, the trunk's rows up to its parent (the row showing the slot
+    before it) and its own ancestors among the nodes. Padding rows see the context and
+    themselves (a row that sees nothing would be NaN) and ask for no logits."""
+    b, r = ids.shape
+    ext_ids = torch.full((b, extra), mask_id, dtype=torch.long)
+    ext_pos = torch.zeros((b, extra), dtype=torch.long)
+    ext_real = torch.zeros((b, extra), dtype=torch.bool)
+    pass_sees = mask[:, 0, :, t_max:].cpu()  # [B, R, R]: the canvas rows' view of each other
+    sees = torch.zeros((b, extra, r + extra), dtype=torch.bool)  # [B, X, R + X]
+    sees[:, torch.arange(extra), r + torch.arange(extra)] = True
+    for i, nodes in enumerate(branches):
+        off = int(offset[i])
+        for e, node in enumerate(nodes):
+            ext_ids[i, e] = node.token
+            ext_pos[i, e] = node.slot - off + 1  # the row the slot has in the canvas's run
+            if node.parent < 0:
+                parent = node.slot - off  # the trunk row showing the slot before
+                sees[i, e, :r] |= pass_sees[i, parent]
+            else:
+                assert node.parent < e, "a branch node comes after its parent"
+                sees[i, e] |= sees[i, node.parent]
+            ext_real[i, e] = True
+    dev = ids.device
+    ctx_ok = torch.arange(t_max, device=dev)[None] < ctx_lens[:, None]  # [B, Tmax]
+    top = torch.cat((mask, torch.zeros((b, 1, r, extra), dtype=torch.bool, device=dev)), dim=-1)
+    bottom = torch.cat((ctx_ok[:, None, None, :].expand(-1, 1, extra, -1), sees[:, None].to(dev)), dim=-1)
+    return (torch.cat((ids, ext_ids.to(dev)), 1), torch.cat((positions, ctx_lens[:, None] + ext_pos.to(dev)), 1),
+            torch.cat((top, bottom), 2), torch.cat((want, ext_real.to(dev)), 1), torch.cat((real, ext_real.to(dev)), 1))
 
 
 @dataclass
@@ -128,6 +182,7 @@ class PassRows:
     offset: list[int]
     kv: list  # per layer (k, v), [B, Hkv, R, D]
     batch: object = None  # the runner's StackedContexts the pass ran on (its rows are written in it)
+    canvas_rows: int = 0  # rows before the draft-tree branches' (all of them when 0)
 
 
 def _rows_kv(new_kv, i: int, start: int, stop: int) -> torch.Tensor:
@@ -165,26 +220,39 @@ def _append_finished(runner, contexts, canvases, offset, done, new_kv) -> None:
         _fold(runner, ctx, tokens, _rows_kv(new_kv, i, 0, n), int(finished[-1]), start)
 
 
-def fold_committed(runner, canvases: torch.Tensor, mask_id: int) -> None:
+def fold_committed(runner, canvases: torch.Tensor, mask_id: int, paths: dict | None = None) -> None:
     """After a blocks-of-1 pass's commits (`canvases`, [B, W]): every row of the pass whose
     token is now committed joins its context, so the next pass runs only the newest
     committed token (held out) and what follows it, not the rows this pass ran already.
     Row d (the held-out token) and each row after it whose shown token (a draft) equals the
-    committed one join, as long as the slot after them is committed (it is held out)."""
+    committed one join, as long as the slot after them is committed (it is held out).
+    `paths` {canvas: (current slot, [draft_tree.PathStep])}: canvases whose commits came
+    through a draft-tree branch; the rows that join are the trunk's up to the current slot,
+    then the path's (their K/V saw exactly the committed tokens before them)."""
     p, runner.last_pass = runner.last_pass, None
     if p is None:
         return
     rows = canvases.cpu()
+    last_row = p.canvas_rows or p.ids.shape[1]
     for i, ctx in enumerate(p.contexts):
         d, off, width = p.done[i], p.offset[i], rows.shape[1]
         if off + d >= width or int(rows[i, off + d]) == mask_id:
             continue  # nothing committed after the held-out token: keep it held out
-        j = d  # fold rows d .. j and hold out slot off + j
-        while (j + 1 < p.ids.shape[1] and bool(p.real[i, j + 1]) and off + j + 1 < width
-               and int(p.ids[i, j + 1]) == int(rows[i, off + j]) and int(rows[i, off + j + 1]) != mask_id):
-            j += 1
         old_length = ctx.length
-        _fold(runner, ctx, p.ids[i, d:j + 1], _rows_kv(p.kv, i, d, j + 1), int(rows[i, off + j]), off + j + 1)
+        if paths and i in paths:
+            current, path = paths[i]
+            picked = list(range(d, current - off + 1)) + [
+                step.slot - off + 1 if step.branch < 0 else last_row + step.branch for step in path]
+            at = torch.tensor(picked)
+            kv = torch.stack([torch.stack((k[i][:, at], v[i][:, at])) for k, v in p.kv])
+            held = current + len(path)
+            _fold(runner, ctx, p.ids[i, at], kv, int(rows[i, held]), held + 1)
+        else:
+            j = d  # fold rows d .. j and hold out slot off + j
+            while (j + 1 < last_row and bool(p.real[i, j + 1]) and off + j + 1 < width
+                   and int(p.ids[i, j + 1]) == int(rows[i, off + j]) and int(rows[i, off + j + 1]) != mask_id):
+                j += 1
+            _fold(runner, ctx, p.ids[i, d:j + 1], _rows_kv(p.kv, i, d, j + 1), int(rows[i, off + j]), off + j + 1)
         if d == 0 and len(p.contexts) == 1 and p.batch is not None:
             # These rows sit right after the context in the pass's batch buffer: keep the
             # buffer for the grown context (no re-stacking of the whole context next pass).

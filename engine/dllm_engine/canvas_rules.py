@@ -13,8 +13,11 @@ from .scheduler import ActiveHole
 from .tokenizer import TextTokenizer
 
 
-def advance(a: ActiveHole, special: SpecialIds) -> str | None:
-    """End at the first end token, grow a full canvas, or keep going. Returns a finish reason."""
+def advance(a: ActiveHole, special: SpecialIds, ahead: int = 0) -> str | None:
+    """End at the first end token, grow a full canvas, or keep going. Returns a finish reason.
+    `ahead`: grow the canvas as soon as fewer than `ahead` + 1 masked slots are left, not only
+    once it is full (blocks of 1 with drafts: a draft of `ahead` tokens needs a slot after
+    it, and a pass runs only the rows it needs, so the canvas's length costs nothing)."""
     if a.stop_ids is not None:
         stops = stop_slots(a, special)
         if stops.any():
@@ -30,11 +33,12 @@ def advance(a: ActiveHole, special: SpecialIds) -> str | None:
             a.canvas = before.clone()
             return "end"
         a.canvas[first + 1:] = special.end[0]  # everything after the end is padding
-    if bool((a.canvas == special.mask).any()):
+    left = int((a.canvas == special.mask).sum())
+    n = a.canvas.numel()
+    if left and (left > ahead or is_end.any() or n >= a.max_tokens):
         return None
     if is_end.any():
         return "end"
-    n = a.canvas.numel()
     if n >= a.max_tokens:
         return "max_tokens"
     grow = min(n, a.max_tokens - n)  # double, up to max_tokens

@@ -110,6 +110,25 @@ class DraftHead(nn.Module):
             out.append(x)
         return torch.stack(out, -1) if out else tokens.new_empty(tokens.shape[0], 0)
 
+    @torch.inference_mode()
+    def guess_top(self, hidden: torch.Tensor, tokens: torch.Tensor, steps: int, width: int) -> torch.Tensor:
+        """long [N, width, steps]: `width` chains per row, its `width` likeliest first tokens
+        (best first), each followed by greedy guesses (the draft tree's head chains:
+        draft_tree.py; the first token is where the head is most often wrong)."""
+        n, dtype = tokens.shape[0], self.head.dtype
+        if steps <= 0:
+            return tokens.new_empty(n, width, 0)
+        s = self.step(hidden.to(dtype), tokens)
+        width = min(width, self.vocab_ids.numel())
+        x = self.vocab_ids[self.logits(s).topk(width, -1).indices].reshape(-1)  # [N * width]
+        s = s.repeat_interleave(width, 0)
+        out = [x]
+        for _ in range(steps - 1):
+            s = self.step(s, x)
+            x = self.vocab_ids[self.logits(s).argmax(-1)]
+            out.append(x)
+        return torch.stack(out, -1).view(n, width, steps)
+
     def save(self, folder: Path) -> None:
         from safetensors.torch import save_file
 

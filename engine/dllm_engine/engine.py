@@ -35,6 +35,7 @@ from .dedent_stop import dedent_cut
 from .line_cap import line_cap_cut
 from .repeat_stop import loop_seen, repeat_cut, typed_indent
 from .draft_head import attach as attach_draft_head
+from .draft_tree import walk
 from .drafting import accepted_run, canvas_drafts, history_of, long_match, row_drafts
 from .cpu_features import native_bf16
 from .healing import TokenHealer, heal, unheal
@@ -114,6 +115,14 @@ class EngineConfig:
     # one GPU): HumanEval single-line passes 0.86x, p95 0.76x (benchmarks/RESULTS.md,
     # twenty-seventh session).
     draft_head: str = "shipped"
+    # A draft tree (draft_tree.py): each pass checks the text lookup's chains and the draft
+    # head's `draft_branches` likeliest chains together, at most `draft_tree_tokens` draft
+    # tokens a canvas, and commits the longest the model agrees with (greedy output
+    # unchanged). draft_tree_tokens 0: one chain a pass (a full-length lookup match, else the
+    # head's, else a shorter match). The default keeps a lone hole's pass under
+    # weight_only.DENSE_ROWS rows.
+    draft_branches: int = 2
+    draft_tree_tokens: int = 6
 
     def __post_init__(self) -> None:
         if self.device == "auto":
@@ -130,6 +139,9 @@ class EngineConfig:
             raise ValueError(f"draft_tokens must be 0 (off) or more, got {self.draft_tokens!r}")
         if self.draft_rows < 0:
             raise ValueError(f"draft_rows must be 0 (off) or more, got {self.draft_rows!r}")
+        if self.draft_branches < 1 or self.draft_tree_tokens < 0:
+            raise ValueError(f"draft_branches must be 1 or more and draft_tree_tokens 0 (off) or more, "
+                             f"got {self.draft_branches!r} and {self.draft_tree_tokens!r}")
         if self.max_batch < 1 or self.max_queue < 1:
             raise ValueError("max_batch and max_queue must be at least 1")
         self.buckets = tuple(sorted(self.buckets))
@@ -246,6 +258,8 @@ class Engine:
         # Draft tokens never run through a layout marker or an end token (drafting.py).
         self._draft_stops = torch.zeros(cfg.vocab_size, dtype=torch.bool)
         self._draft_stops[[*self.special.banned, *self.special.end]] = True
+        # Blocks of 1 with drafts: the canvas grows before a draft runs out of slots (advance).
+        self._draft_ahead = self.config.draft_tokens if getattr(self.runner, "block", 0) == 1 else 0
         self.healer = TokenHealer(self.tokenizer, cfg.vocab_size, self.runner.device) if self.config.heal else None
         self._start_bans: StartBans | None = None  # Hole.banned_starts' token masks, built on first use
         self.metrics = EngineMetrics()
@@ -589,11 +603,18 @@ class Engine:
         # The LM head only where a token may be committed, unless re-masking needs every slot.
         rows = None if any(p.remask_below > 0 for p in params) else masked
         compact = rows is not None and getattr(self.runner, "compact_logits", False)  # [M, V]: masked slots only
-        drafts = checked = probes = None
+        drafts = checked = probes = branches = None
         drafting = window is not None and compact and not delayed and self.config.draft_tokens and self.runner.block == 1
         if drafting:
-            drafts = canvas_drafts(active, canvases, window, self.special.mask, self.config.draft_tokens,
-                                   self._draft_stops)
+            tree = self._tree_tokens()
+            if tree:
+                drafts, branches = canvas_drafts(active, canvases, window, self.special.mask,
+                                                 self.config.draft_tokens, self._draft_stops, tree)
+                if branches is not None and not any(branches):
+                    branches = None  # no canvas has a second guess: a plain pass
+            else:
+                drafts = canvas_drafts(active, canvases, window, self.special.mask, self.config.draft_tokens,
+                                       self._draft_stops)
             if self.draft_rows:
                 drafts, probes = row_drafts(active, canvases, window, drafts, self.config.draft_tokens,
                                             self.draft_rows)
@@ -620,7 +641,12 @@ class Engine:
                 extra["drafts"] = drafts
             if probes is not None:
                 extra["draft_rows"] = True
+            if branches is not None:
+                extra["branches"] = branches
             logits = self.runner.canvas_logits([a.context for a in active], canvases, lengths, rows, **extra)
+            branch_logits = None
+            if branches is not None:
+                logits, branch_logits = logits
             head_rows = (rows, self.runner.model.last_hidden) if drafting and self.draft_head is not None else None
             if probes is not None:  # the compact rows of the draft rows' slots, set aside
                 probe_logits = logits[probes[rows]]
@@ -650,14 +676,17 @@ class Engine:
         commit = out.commit | (masked & last_pass[:, None])  # the pass cap commits what is left
         new_canvases = torch.where(commit, out.tokens, canvases)
         committed_prob = out.picked_prob
+        paths = {}
         if drafts is not None:
-            self._accept_drafts(drafts, draft_logits, checked, window, commit, new_canvases, active, committed_prob)
+            paths = self._accept_drafts(drafts, draft_logits, checked, window, commit, new_canvases, active,
+                                        committed_prob, branches, branch_logits)
         if probes is not None:
             self._keep_row_drafts(active, probes, probe_logits, new_canvases)
         if head_rows is not None and head_rows[1] is not None:
-            self._keep_head_drafts(active, window, commit, new_canvases, *head_rows)
+            self._keep_head_drafts(active, window, commit, new_canvases, *head_rows, branches, paths)
         if window is not None and not delayed and hasattr(self.runner, "fold_committed"):
-            self.runner.fold_committed(new_canvases)  # the pass's committed rows join their contexts
+            # the pass's committed rows join their contexts (a branch's rows where it carried them)
+            self.runner.fold_committed(new_canvases, paths) if paths else self.runner.fold_committed(new_canvases)
         committed = commit.sum(-1).tolist()
         self.metrics.pass_done(len(active), sum(committed), time.perf_counter() - t0)
         finished = []
@@ -675,7 +704,7 @@ class Engine:
                 continue
             if a.remask_budget > 0 and window is None:  # a finished block is final (and may be in the context)
                 remask(a, self.special, out.token_prob[row], commit[row])
-            reason = advance(a, self.special) or self._stop_rule(a) or ("cancelled" if outlasted(a) else None)
+            reason = advance(a, self.special, self._draft_ahead) or self._stop_rule(a) or ("cancelled" if outlasted(a) else None)
             if a.start_ban is not None and not self._start_bans.live(a.canvas, self.special.mask):
                 a.start_ban = None  # the fill began with text that is allowed
             forget_rewritten(a, new_canvases[row, :n])
@@ -705,12 +734,20 @@ class Engine:
         a.canvas[slot:] = self.special.end[0]  # the fill's text is what came before it (fill_tokens)
         return True
 
-    def _accept_drafts(self, drafts, draft_logits, checked, window, commit, new_canvases, active, probs) -> None:
+    def _tree_tokens(self) -> int:
+        """The most draft tokens a canvas's draft tree holds this pass; 0: one chain (no draft
+        tree: turned off, or draft rows, which run after a single chain)."""
+        return 0 if self.draft_rows else self.config.draft_tree_tokens
+
+    def _accept_drafts(self, drafts, draft_logits, checked, window, commit, new_canvases, active, probs,
+                       branches=None, branch_logits=None) -> dict:
         """Commit, after each canvas's current slot, the model's greedy tokens (a sampling
         canvas's draws) for as long as the draft agreed with them (drafting.accepted_run), in
         place in `commit` / `new_canvases`, with their probabilities under the model in `probs`.
         Slot c + j + 1's logits came from the row holding draft token j, so they hold only
-        while every draft token before them matched the model's choice."""
+        while every draft token before them matched the model's choice. A canvas with draft-tree
+        `branches` follows the longest path of the tree the model agrees with (draft_tree.walk).
+        Returns {canvas: (current slot, path)} for the canvases whose commits left the trunk."""
         sub = draft_logits.float()
         if self.special.banned:
             sub[:, list(self.special.banned)] = float("-inf")
@@ -729,11 +766,15 @@ class Engine:
         gated = any(a.state.request.holes[a.index].min_token_prob is not None for a in active)
         picked_prob = (sub.gather(-1, picks[:, None]).squeeze(-1) - sub.logsumexp(-1)).exp() if gated else None
         picks = picks.tolist()
+        branch_picks, branch_prob = self._branch_picks(branch_logits, gated)
         current = window.float().argmax(-1).tolist()
         drafted = (drafts >= 0).sum(-1).tolist()
-        at = 0
+        at = node_at = 0
+        paths = {}
         for row in range(drafts.shape[0]):
             k = drafted[row]
+            nodes = branches[row] if branches is not None else []
+            first_node, node_at = node_at, node_at + len(nodes)
             if not k:
                 continue
             c = current[row]
@@ -742,13 +783,41 @@ class Engine:
             assert rows_of[at - 1] == row  # the compact rows come canvas by canvas
             if not bool(commit[row, c]):
                 continue
-            model = [int(new_canvases[row, c]), *mine]
-            n = accepted_run(model, drafts[row, c:c + k].tolist())
+            trunk = drafts[row, c:c + k].tolist()
+            if nodes:
+                model, path = walk(int(new_canvases[row, c]), c, trunk, mine, nodes,
+                                   branch_picks[first_node:node_at])
+                n = len(model)
+                if any(step.branch >= 0 for step in path):
+                    paths[row] = (c, path)
+            else:
+                model, path = [int(new_canvases[row, c]), *mine], None
+                n = accepted_run(model, trunk)
             if n > 1:
                 new_canvases[row, c + 1:c + n] = torch.tensor(model[1:n], device=new_canvases.device)
                 commit[row, c + 1:c + n] = True
                 if picked_prob is not None:
-                    probs[row, c + 1:c + n] = picked_prob[at - k:at - k + n - 1]
+                    if path is None:
+                        probs[row, c + 1:c + n] = picked_prob[at - k:at - k + n - 1]
+                    else:  # each committed token's probability from the row that chose it
+                        probs[row, c + 1:c + n] = torch.stack([
+                            picked_prob[at - k + step.slot - c] if step.branch < 0
+                            else branch_prob[first_node + step.branch] for step in path]).to(probs.dtype)
+        return paths
+
+    def _branch_picks(self, branch_logits, gated: bool) -> tuple[list[int], torch.Tensor | None]:
+        """The model's greedy token after each draft-tree branch node (and its probability when
+        some hole is gated by min_token_prob)."""
+        if branch_logits is None or not branch_logits.shape[0]:
+            return [], None
+        sub = branch_logits.float()
+        if self.special.banned:  # (out of place: the pass's logits are inference tensors)
+            banned = torch.zeros(sub.shape[-1], dtype=torch.bool, device=sub.device)
+            banned[list(self.special.banned)] = True
+            sub = sub.masked_fill(banned, float("-inf"))
+        picks = sub.argmax(-1)
+        prob = (sub.gather(-1, picks[:, None]).squeeze(-1) - sub.logsumexp(-1)).exp() if gated else None
+        return picks.tolist(), prob
 
     def _keep_row_drafts(self, active, probes, probe_logits, new_canvases) -> None:
         """Each canvas's draft rows' greedy guesses become its next pass's draft, when the
@@ -771,12 +840,20 @@ class Engine:
             if n:
                 a.row_draft = (slots[0], mine[:n])
 
-    def _keep_head_drafts(self, active, window, commit, new_canvases, rows, hidden) -> None:
+    def _keep_head_drafts(self, active, window, commit, new_canvases, rows, hidden, branches=None, paths=None) -> None:
         """The draft head's guesses after each greedy canvas's newest committed token become
         its next pass's draft (drafting.canvas_drafts): from the base's hidden state at the
-        row that chose that token (`hidden`, the pass's compact rows of `rows`)."""
+        row that chose that token (`hidden`: the pass's compact rows of `rows`, then its
+        draft-tree branch nodes', canvas by canvas). With a draft tree, the head's
+        `draft_branches` likeliest chains; without one, its best chain, and none when the
+        next pass drafts from a full-length text match anyway."""
         index = torch.full(rows.shape, -1, dtype=torch.long)
         index[rows.cpu()] = torch.arange(int(rows.sum()))
+        node_base, at = [], int(rows.sum())  # where each canvas's branch nodes' states start
+        for nodes in branches or [[] for _ in active]:
+            node_base.append(at)
+            at += len(nodes)
+        tree = self._tree_tokens() > 0
         current = window.float().argmax(-1).tolist()
         picked, holes = [], []
         for row, a in enumerate(active):
@@ -786,23 +863,33 @@ class Engine:
                 continue
             run = int(commit[row, c:n].int().cumprod(0).sum())  # slots committed in a row from c
             last = c + run - 1
-            if last + 1 >= n or int(index[row, last]) < 0 or bool(self._draft_stops[int(new_canvases[row, last])]):
+            if last + 1 >= n or bool(self._draft_stops[int(new_canvases[row, last])]):
                 continue
-            if long_match(history_of(a, new_canvases[row], last + 1), self._draft_stops):
+            chose = int(index[row, last])  # the row before slot `last`: the trunk's (or the current slot's)
+            if paths and row in paths and last > c and paths[row][1][last - c - 1].branch >= 0:
+                chose = node_base[row] + paths[row][1][last - c - 1].branch  # a branch node's
+            if chose < 0:
+                continue
+            if not tree and long_match(history_of(a, new_canvases[row], last + 1), self._draft_stops):
                 continue  # the next pass drafts from the text: no guess needed (the head costs ~2 ms a hole)
-            picked.append(int(index[row, last]))
+            picked.append(chose)
             holes.append((a, last, int(new_canvases[row, last]), n))
         if not holes:
             return
         steps = min(self.config.draft_tokens, self.draft_head.config.steps)
+        width = self.config.draft_branches if tree else 1
         at = torch.tensor(picked, device=hidden.device)
         tokens = torch.tensor([t for _, _, t, _ in holes], device=hidden.device)
-        guesses = self.draft_head.guess(hidden[at], tokens, steps).cpu()
+        guesses = self.draft_head.guess_top(hidden[at], tokens, steps, width).cpu()  # [N, width, steps]
         stops = self._draft_stops[guesses].tolist()
-        for (a, last, _, n), guess, stop in zip(holes, guesses.tolist(), stops):
-            keep = min(stop.index(True) if True in stop else len(guess), n - last - 2)
-            if keep > 0:
-                a.head_draft = (last + 1, guess[:keep])
+        for (a, last, _, n), chains, chain_stops in zip(holes, guesses.tolist(), stops):
+            kept = []
+            for guess, stop in zip(chains, chain_stops):
+                keep = min(stop.index(True) if True in stop else len(guess), n - last - 2)
+                if keep > 0:
+                    kept.append(guess[:keep])
+            if kept:
+                a.head_draft = (last + 1, kept)
 
     def _stop_rule(self, a: ActiveHole) -> str | None:
         """"end" once the committed head of a hole holds the code after the hole again

@@ -319,7 +319,8 @@ class ModelRunner:
     @torch.inference_mode()
     def canvas_logits(self, contexts: list[EncodedContext], canvases: torch.Tensor, canvas_lens: torch.Tensor,
                       rows: torch.Tensor | None = None, compact: bool = False, absorb: bool = False,
-                      drafts: torch.Tensor | None = None, draft_rows: bool = False) -> torch.Tensor:
+                      drafts: torch.Tensor | None = None, draft_rows: bool = False,
+                      branches: list | None = None):
         """Logits [B, L, V] for canvases [B, L] (rows padded past canvas_lens[b]).
 
         With `rows` (bool [B, L]) only those slots get logits (the others are zero);
@@ -329,11 +330,13 @@ class ModelRunner:
         context (block_decoding.py), so a pass runs only the current block. `drafts`: guessed
         tokens run in masked slots (shifted-logit models: drafting.py). `draft_rows`: the masked
         slots the pass runs are draft rows (the model's draft adapter acts on them alone).
+        `branches`: a draft tree's other guesses (draft_tree.py); the return is then
+        (logits, branch_logits) (block_decoding.shifted_canvas_logits).
         """
         if self.shifted:
             return shifted_canvas_logits(self, contexts, canvases, canvas_lens, rows, compact, absorb, drafts,
-                                         draft_rows)
-        if drafts is not None:
+                                         draft_rows, branches)
+        if drafts is not None or branches is not None:
             raise ValueError("drafts need a shifted-logit model")
         b, length = canvases.shape
         batch = self._stack_contexts(contexts, length)
@@ -399,10 +402,11 @@ class ModelRunner:
         return logits, room
 
     @torch.inference_mode()
-    def fold_committed(self, canvases: torch.Tensor) -> None:
+    def fold_committed(self, canvases: torch.Tensor, paths: dict | None = None) -> None:
         """After a blocks-of-1 pass with `absorb`: its committed rows join their contexts
-        (block_decoding.fold_committed); a no-op after any other pass."""
-        fold_committed(self, canvases, self.config.mask_token_id)
+        (block_decoding.fold_committed; `paths`: commits that came through draft-tree
+        branches); a no-op after any other pass."""
+        fold_committed(self, canvases, self.config.mask_token_id, paths)
 
     def edit_canvas(self, canvas: torch.Tensor, committed: torch.Tensor, max_tokens: int) -> torch.Tensor:
         """Length edits after a pass: none for the native layout (DreamOn's runner has some)."""

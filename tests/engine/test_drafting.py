@@ -72,10 +72,10 @@ def test_a_pass_drafts_a_long_match_then_the_heads_guess_then_a_short_match():
 
     full = [7, 8, 9, 4, 5, 6, 1, 7, 8, 9]  # the trailing 3-gram occurred before: 4 5 6 follow it
     short = [3, 9, 4, 5, 6, 1, 9]  # only the trailing 1-gram 9 occurred before
-    guess = (0, [40, 41, 42])
+    guess = (0, [[40, 41, 42]])
     assert long_match(torch.tensor(full)) and not long_match(torch.tensor(short))
     assert drafted(full, guess) == [4, 5, 6]  # a full-length match outranks the head
     assert drafted(short, guess) == [40, 41, 42]  # the head outranks a short match
     assert drafted(short) == [4, 5, 6]  # with no guess, the short match
-    assert drafted(short, (1, [40, 41, 42])) == [4, 5, 6]  # a guess for another slot is not used
+    assert drafted(short, (1, [[40, 41, 42]])) == [4, 5, 6]  # a guess for another slot is not used
     assert drafted([1, 2, 3]) == []

@@ -204,6 +204,7 @@ def _fold(runner, ctx, tokens: torch.Tensor, kv: torch.Tensor, last_id: int, abs
         ctx.kv = runner._encode(ids).kv
     ctx.length, ctx.ids = ids.numel(), ids
     ctx.last_id, ctx.absorbed = last_id, absorbed
+    ctx.last_hidden = None  # (that of the old last token)
     ctx.serial = next(_serials)  # a new identity: batch buffers stacked from the old K/V are stale
 
 

@@ -28,6 +28,9 @@ class CacheEntry:
     ids: torch.Tensor  # [T] int64 on CPU, the context tokens
     buf: torch.Tensor  # [layers, 2, Hkv, capacity, D]
     length: int
+    # (length, [D]): the final hidden state of the last token when the entry held `length`
+    # tokens (ModelRunner.context_hidden), so a context served whole still has it.
+    hidden: tuple[int, torch.Tensor] | None = None
 
     @property
     def kv(self) -> torch.Tensor:

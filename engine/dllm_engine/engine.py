@@ -241,6 +241,8 @@ class Engine:
         cache_bytes = (context_budget_bytes(cfg, getattr(torch, self.config.dtype)) if self.config.cache_mb is None
                        else self.config.cache_mb * 2**20)
         self.runner = make_runner(self.loaded, cache_bytes, refresh_every=self.config.refresh_every)
+        if hasattr(self.runner, "context_hidden"):  # the head guesses a canvas's first tokens from it
+            self.runner.context_hidden = self.draft_head is not None
         if cfg.family in DEFAULTS and cfg.family != "native":
             self.config.buckets = tuple(sorted(defaults_for(cfg.family).buckets))
         ends = [cfg.pad_token_id, cfg.eos_token_id, *cfg.extra.get("end_ids", [])]
@@ -494,6 +496,7 @@ class Engine:
             start_ban=self._start_ban(hole, healed),
             suffix_head=suffix_head(hole.suffix) if hole.stop_at_suffix else None,
         ))
+        self._first_head_draft(self.scheduler.active[-1])
 
     def _start_ban(self, hole: Hole, healed: str) -> torch.Tensor | None:
         """bool [V] for Hole.banned_starts (start_ban.py), or None. After a healed partial word
@@ -890,6 +893,26 @@ class Engine:
                     kept.append(guess[:keep])
             if kept:
                 a.head_draft = (last + 1, kept)
+
+    def _first_head_draft(self, a: ActiveHole) -> None:
+        """The draft head's guesses for a new greedy canvas's first slots, from the context's
+        own last hidden state (EncodedContext.last_hidden): without them a canvas's first
+        pass checks only what the text offers (HumanEval single-line: 1.2 tokens a pass,
+        against 2 for the head's guesses later on)."""
+        h = a.context.last_hidden
+        if self.draft_head is None or h is None or a.temperature > 0 or a.context.ids is None:
+            return
+        n = a.canvas.numel()
+        steps = min(self.config.draft_tokens, self.draft_head.config.steps, n - 1)
+        if steps <= 0:
+            return
+        width = self.config.draft_branches if self._tree_tokens() else 1
+        token = torch.tensor([a.context.last_id], device=h.device)
+        chains = self.draft_head.guess_top(h[None], token, steps, width)[0].cpu()
+        stops = self._draft_stops[chains].tolist()
+        kept = [g[:s.index(True) if True in s else len(g)] for g, s in zip(chains.tolist(), stops)]
+        kept = [g for g in kept if g]
+        a.head_draft = (0, kept) if kept else None
 
     def _stop_rule(self, a: ActiveHole) -> str | None:
         """"end" once the committed head of a hole holds the code after the hole again

@@ -256,6 +256,7 @@ class DiffusionTransformer(nn.Module):
         # `last_hidden` ([M, D], the logits' rows), instead of every caller asking for them.
         self.keep_hidden = False
         self.last_hidden: torch.Tensor | None = None
+        self.context_hidden: torch.Tensor | None = None  # forward(hidden_at=...)
         self.register_buffer("inv_freq", rope_inv_freq(cfg), persistent=False)
         self.local = local_layers(cfg)
         if any(self.local):
@@ -292,6 +293,7 @@ class DiffusionTransformer(nn.Module):
         compact: bool = False,
         kv_only: bool = False,
         draft_rows: torch.Tensor | None = None,
+        hidden_at: torch.Tensor | None = None,
     ) -> tuple[torch.Tensor | None, KV | None]:
         """Logits [B, S', V] for the rows in `logits_slice` (all by default), plus the new tokens' K/V.
 
@@ -306,6 +308,10 @@ class DiffusionTransformer(nn.Module):
 
         `draft_rows` (bool [B, S]): rows the attached draft adapter acts on
         (draft_adapter.py); every other row is computed exactly as without it.
+
+        `hidden_at` (long [B], with `kv_only`): the last layer runs whole after all, and the
+        final normed hidden state of row hidden_at[b] of each sequence is left in
+        `context_hidden` ([B, D]; a draft head's start for the canvas's first pass).
         """
         x = self.model.embed_tokens(ids)
         if self.config.embed_scale != 1.0:  # in the embeddings' dtype, as Gemma does
@@ -328,11 +334,14 @@ class DiffusionTransformer(nn.Module):
         last = len(self.model.layers) - 1
         for i, layer in enumerate(self.model.layers):
             c, s_ = rope_local if self.local[i] else (cos, sin)
-            x, kv = layer(x, c, s_, mask, past[i] if past is not None else None, canvas, kv_only and i == last,
+            x, kv = layer(x, c, s_, mask, past[i] if past is not None else None, canvas,
+                          kv_only and i == last and hidden_at is None,
                           adapter.layers[i] if adapter is not None else None, rows)
             if return_kv or kv_only:
                 new_kv.append(kv)
         if kv_only:
+            if hidden_at is not None:
+                self.context_hidden = self.model.norm(x[torch.arange(x.shape[0], device=x.device), hidden_at])
             return None, new_kv
         if logits_slice is not None:
             x = x[:, logits_slice]

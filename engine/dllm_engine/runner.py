@@ -75,6 +75,9 @@ class EncodedContext:
     last_id: int = -1  # shifted-logit bases: the context's last token, held out of the cache
     ids: torch.Tensor | None = None  # the cached tokens (block decoding extends them)
     absorbed: int = 0  # block decoding: leading canvas slots already folded into this context
+    # [D]: the final normed hidden state of the context's last cached token (the row that
+    # chose `last_id`), when the runner keeps it (context_hidden): a draft head's start.
+    last_hidden: torch.Tensor | None = None
     serial: int = field(default_factory=itertools.count().__next__)  # identity for batch re-use
 
 
@@ -93,6 +96,10 @@ class ModelRunner:
         self.shifted = bool(self.config.logits_shift)
         self.block = int(self.config.decode_block)
         self.last_pass = None  # blocks of 1: the rows of the last absorbing pass, for fold_committed
+        # Encodes also keep the last token's hidden state (EncodedContext.last_hidden): the
+        # engine sets it when a draft head guesses a canvas's first tokens. It costs the last
+        # layer's attention and MLP, which a plain encode skips (one layer in 30 for SmolLM2).
+        self.context_hidden = False
         if self.block and not self.shifted:
             raise ProtocolError("block decoding of the native layout needs a shifted-logit model (logits_shift)")
         # The delayed canvas cache keeps committed slots' K/V for a bidirectional canvas;
@@ -174,16 +181,27 @@ class ModelRunner:
         # Causal: a real token never sees the padding after its context (it comes later), so no
         # padding mask is needed; the padded rows' K/V are never kept. Its activations are large
         # blocks, all freed at the end: from the arena, not each its own mmap (mmap_threshold.py).
+        lasts = torch.tensor([ids.numel() - 1 for ids in batch], device=self.device) if self.context_hidden else None
         with mmap_threshold.raised():
-            _, new_kv = self.model(tokens, positions, mask=CAUSAL, past=None, kv_only=True)
+            _, new_kv = self.model(tokens, positions, mask=CAUSAL, past=None, kv_only=True, hidden_at=lasts)
         contexts = []
         for row, ids in enumerate(batch):
             n = ids.numel()
             new = torch.stack([torch.stack((k[row, :, :n], v[row, :, :n])) for k, v in new_kv])
             key, _, reuse = self.cache.lookup(ids)  # an identical context earlier in this batch
             stored = self.cache.store(ids, key, reuse, new[:, :, :, reuse:])
-            contexts.append(EncodedContext(kv=stored.buf[:, :, :, :n], length=n, reused=reuse))
+            contexts.append(self._with_hidden(
+                EncodedContext(kv=stored.buf[:, :, :, :n], length=n, reused=reuse), stored,
+                self.model.context_hidden[row] if lasts is not None else None))
         return contexts
+
+    @staticmethod
+    def _with_hidden(ctx: EncodedContext, entry, hidden: torch.Tensor | None) -> EncodedContext:
+        """`ctx` with its last token's hidden state, which its cache entry keeps too."""
+        if hidden is not None:
+            ctx.last_hidden = hidden
+            entry.hidden = (ctx.length, hidden)
+        return ctx
 
     @torch.inference_mode()
     def encode_context(self, prefix_ids: list[int], suffix_ids: list[int], canvas_room: int) -> EncodedContext:
@@ -239,7 +257,8 @@ class ModelRunner:
         # state, so a context the cache holds whole needs no forward at all.
         key, entry, reuse = self.cache.lookup(ids, count=count, full=True)
         if reuse == ids.numel():
-            return EncodedContext(kv=entry.buf[:, :, :, :reuse], length=reuse, reused=reuse)
+            kept = entry.hidden[1] if entry.hidden is not None and entry.hidden[0] == reuse else None
+            return EncodedContext(kv=entry.buf[:, :, :, :reuse], length=reuse, reused=reuse, last_hidden=kept)
         if reuse < min(BATCH_REUSE_BELOW, (ids.numel() - reuse) // 8):
             # A cursor in a new place shares little more than the context's first marker with any
             # entry: encoding from the first token again costs nothing and runs the faster
@@ -252,11 +271,13 @@ class ModelRunner:
         tail = ids[reuse:].to(self.device)[None]
         positions = torch.arange(reuse, ids.numel(), device=self.device)[None]
         mask = causal_mask(reuse, tail.shape[1], self.device) if reuse else CAUSAL
+        last = torch.tensor([tail.shape[1] - 1], device=self.device) if self.context_hidden else None
         with mmap_threshold.raised():  # large activation blocks from the arena (mmap_threshold.py)
-            _, new_kv = self.model(tail, positions, mask=mask, past=past, kv_only=True)
+            _, new_kv = self.model(tail, positions, mask=mask, past=past, kv_only=True, hidden_at=last)
         new = torch.stack([torch.stack((k[0], v[0])) for k, v in new_kv])  # [layers, 2, Hkv, n, D]
         stored = self.cache.store(ids, key, reuse, new)
-        return EncodedContext(kv=stored.buf[:, :, :, : ids.numel()], length=ids.numel(), reused=reuse)
+        return self._with_hidden(EncodedContext(kv=stored.buf[:, :, :, : ids.numel()], length=ids.numel(), reused=reuse),
+                                 stored, self.model.context_hidden[0] if last is not None else None)
 
     def _stack_contexts(self, contexts: list[EncodedContext], canvas_len: int, spare: int = 0) -> "StackedContexts":
         """Pad every context's K/V to the longest, once per batch composition.

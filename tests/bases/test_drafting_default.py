@@ -140,3 +140,38 @@ def test_a_sampling_canvas_checks_drafts_with_its_own_draws(engines):
     one_at_a_time = engines[0].infill(InfillRequest(holes=[hole], params=cold)).holes[0]
     assert drawn.text == greedy.text == one_at_a_time.text
     assert drawn.passes < one_at_a_time.passes
+
+
+def test_a_draft_tree_checks_several_guesses_a_pass_and_changes_no_token(monkeypatch):
+    """The default decoding (draft_tree.py): each pass checks the text lookup's chains and the
+    shipped head's two likeliest chains together, and a canvas's first pass checks the head's
+    guesses from its context's last hidden state. The same fills as one chain a pass, alone and
+    batched, in fewer passes; some commits came through a branch, not the trunk."""
+    from dllm_engine.engine import Engine, EngineConfig
+
+    tree = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
+    chain = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native", draft_tree_tokens=0))
+    through_branches, first_guesses = [], []
+    fold = tree.runner.fold_committed
+    monkeypatch.setattr(tree.runner, "fold_committed",
+                        lambda canvases, paths=None: (through_branches.append(paths) if paths else None,
+                                                      fold(canvases, paths))[1])
+    first = Engine._first_head_draft
+    monkeypatch.setattr(Engine, "_first_head_draft",
+                        lambda self, a: (first(self, a), first_guesses.append(a.head_draft))[0])
+    holes = NOVEL + HOLES
+    try:
+        assert tree.config.draft_tree_tokens > 0 and tree.runner.context_hidden
+        grown = [tree.infill(InfillRequest(holes=[h])).holes[0] for h in holes]
+        batched = tree.infill(InfillRequest(holes=list(holes))).holes
+        one = [chain.infill(InfillRequest(holes=[h])).holes[0] for h in holes]
+    finally:
+        tree.shutdown()
+        chain.shutdown()
+    for t, b, c in zip(grown, batched, one):
+        assert t.text == b.text == c.text and t.tokens == b.tokens == c.tokens
+    assert sum(t.passes for t in grown) < sum(c.passes for c in one)
+    assert sum(b.passes for b in batched) < sum(c.passes for c in one)
+    assert through_branches  # a branch carried some commits (its rows joined the context)
+    guessed = [g for g in first_guesses if g is not None]
+    assert guessed and all(slot == 0 and chains for slot, chains in guessed)

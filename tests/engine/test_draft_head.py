@@ -77,8 +77,8 @@ def test_fills_are_the_same_with_the_head_on_and_off(tiny_shifted_model, head_di
 
 def test_a_head_that_guesses_right_saves_passes(tiny_shifted_model, head_dir, monkeypatch):
     """A head whose guesses are the base's own next tokens (the canvas of a run without it):
-    every pass after the first checks its guess and keeps it, so the fill takes far fewer
-    passes. This checks that the head starts from the right row and token: a head fed the
+    every pass checks its guess and keeps it (the first from the context's own last hidden
+    state), so the fill takes far fewer passes. This checks that the head starts from the right row and token: a head fed the
     token before or after the newest committed one would guess wrong, and nothing would be kept."""
     from dllm_engine.engine import Engine
 
@@ -99,22 +99,27 @@ def test_a_head_that_guesses_right_saves_passes(tiny_shifted_model, head_dir, mo
     assert plain.passes >= 6
     seen = []
 
-    def oracle(self, hidden, tokens, steps):
-        # The slot of the token the head was given: the first match after the last one seen.
-        at = next(i for i in range((seen[-1] if seen else -1) + 1, len(truth)) if truth[i] == int(tokens[0]))
+    def oracle(self, hidden, tokens, steps, width):
+        # The slot of the token the head was given: the context's last token first (the
+        # canvas's first guess, from the context's own hidden state: slot -1), then the first
+        # match after the last one seen.
+        at = -1 if not seen else next(i for i in range(seen[-1] + 1, len(truth)) if truth[i] == int(tokens[0]))
         seen.append(at)
         guess = truth[at + 1:at + 1 + steps]
-        return torch.tensor([guess + [0] * (steps - len(guess))])
+        guess = guess + [0] * (steps - len(guess))
+        return torch.tensor([[guess] * width])
 
-    monkeypatch.setattr(draft_head.DraftHead, "guess", oracle)
+    monkeypatch.setattr(draft_head.DraftHead, "guess_top", oracle)
     on = engine_for(tiny_shifted_model, draft_head=str(head_dir), draft_tokens=3)
     try:
         res = on.infill(InfillRequest(holes=[HOLES[0]])).holes[0]
     finally:
         on.shutdown()
     assert res.text == plain.text
-    assert seen[0] == 0  # after the first pass, the head starts from slot 0's token
-    assert res.passes <= (plain.passes + 3) // 4 + 2, (res.passes, plain.passes)
+    # the first pass checks a guess from the context; after it (3 guessed tokens and the
+    # model's next), the head starts from slot 3's token
+    assert seen[:2] == [-1, 3]
+    assert res.passes <= (plain.passes + 3) // 4 + 1, (res.passes, plain.passes)
 
 
 def test_attach_refuses_what_does_not_fit(tiny_shifted_model, tmp_path):

@@ -17,13 +17,15 @@ The drafts come from the text itself, as prompt-lookup decoding does: code repea
 itself, and an infill's context holds both sides of the hole (the suffix comes first
 in the native layout), so the tokens after an earlier occurrence of the fill's last
 few tokens are a good guess for what comes next. A guess that finds nothing costs
-nothing: the pass runs as it would have. Which guess a pass checks, in order: what
+nothing: the pass runs as it would have. The guesses, best first (chains_for): what
 followed an earlier occurrence of the fill's last MAX_NGRAM tokens (a long match
-rarely misleads), else the draft head's guess (draft_head.py: the base's own state
-carried a few tokens ahead), else what followed a shorter match. Measured with the shipped
-head on HumanEval single-line (`tasks[::5]`, benchmarks/RESULTS.md): the head before any
-lookup 1.55 fill tokens a pass, after any lookup 1.60, between the two lengths 1.67
-(lookup alone 1.44).
+rarely misleads), the draft head's chains (draft_head.py: the base's own state carried a
+few tokens ahead), what followed a shorter match. A pass checks them all as a draft tree
+(draft_tree.py: the first is the trunk, in the canvas slots; the others branch off it),
+or with EngineConfig.draft_tree_tokens 0 the first alone. Measured with the shipped head on
+HumanEval single-line (`tasks[::5]`, benchmarks/RESULTS.md): one chain, the head between
+the two lookup lengths, 1.67 fill tokens a pass (lookup alone 1.44); the tree: see
+draft_tree.py.
 """
 
 from __future__ import annotations

@@ -71,6 +71,13 @@ SCORE_PATIENCE_S = 2.0
 STOP_CACHE_ENTRIES = 64  # stop-string sets whose token masks are kept (one bool [V] each)
 
 
+# The draft tree's size by device (EngineConfig.draft_tree_tokens). A CPU pays for every row
+# a pass runs, so one chain. On a GPU a pass of a few rows is bound by kernel launches and
+# reading the weights once, so a bigger tree costs about nothing (not measured yet: the GPU
+# run that would was not lent to the session that built the tree).
+DRAFT_TREE_TOKENS = {"cpu": 0, "cuda": 12}
+
+
 @dataclass
 class EngineConfig:
     model: str | None = None  # folder or HF repo id; None: the embedded default model
@@ -110,19 +117,21 @@ class EngineConfig:
     # The draft head (draft_head.py): "shipped" (the package's head for the model's base, if
     # any), "none", or a folder holding draft_head.json / .safetensors. After each pass it
     # guesses the next `draft_tokens` tokens from the base's hidden state at the newest
-    # committed token; the next pass checks them when the text offers no full-length match
-    # (drafting.canvas_drafts). The default model's head (bases/heads/smollm2-135m, trained on
-    # one GPU): HumanEval single-line passes 0.86x, p95 0.76x (benchmarks/RESULTS.md,
-    # twenty-seventh session).
+    # committed token (a canvas's first pass: at the context's last token); the next pass
+    # checks them (drafting.chains_for). The default model's head (bases/heads/smollm2-135m,
+    # trained on one GPU), one chain a pass: HumanEval single-line passes 0.86x, p95 0.76x
+    # (benchmarks/RESULTS.md, twenty-seventh session).
     draft_head: str = "shipped"
     # A draft tree (draft_tree.py): each pass checks the text lookup's chains and the draft
     # head's `draft_branches` likeliest chains together, at most `draft_tree_tokens` draft
     # tokens a canvas, and commits the longest the model agrees with (greedy output
-    # unchanged). draft_tree_tokens 0: one chain a pass (a full-length lookup match, else the
-    # head's, else a shorter match). The default keeps a lone hole's pass under
-    # weight_only.DENSE_ROWS rows.
-    draft_branches: int = 2
-    draft_tree_tokens: int = 6
+    # unchanged). 0: one chain a pass (a full-length lookup match, else the head's, else a
+    # shorter match). None: by device (DRAFT_TREE_TOKENS): on a CPU every row of a pass
+    # costs (~4 ms each on 2 cores with int4 weights), and a tree's extra rows cost more
+    # than its saved passes (HumanEval single-line: 2.12 fill tokens a pass against 1.81,
+    # but 220 against 185 ms a line; benchmarks/RESULTS.md, twenty-eighth session).
+    draft_branches: int = 3
+    draft_tree_tokens: int | None = None
 
     def __post_init__(self) -> None:
         if self.device == "auto":
@@ -139,6 +148,8 @@ class EngineConfig:
             raise ValueError(f"draft_tokens must be 0 (off) or more, got {self.draft_tokens!r}")
         if self.draft_rows < 0:
             raise ValueError(f"draft_rows must be 0 (off) or more, got {self.draft_rows!r}")
+        if self.draft_tree_tokens is None:
+            self.draft_tree_tokens = DRAFT_TREE_TOKENS["cuda" if self.device.startswith("cuda") else "cpu"]
         if self.draft_branches < 1 or self.draft_tree_tokens < 0:
             raise ValueError(f"draft_branches must be 1 or more and draft_tree_tokens 0 (off) or more, "
                              f"got {self.draft_branches!r} and {self.draft_tree_tokens!r}")

@@ -143,14 +143,17 @@ def test_a_sampling_canvas_checks_drafts_with_its_own_draws(engines):
 
 
 def test_a_draft_tree_checks_several_guesses_a_pass_and_changes_no_token(monkeypatch):
-    """The default decoding (draft_tree.py): each pass checks the text lookup's chains and the
-    shipped head's two likeliest chains together, and a canvas's first pass checks the head's
-    guesses from its context's last hidden state. The same fills as one chain a pass, alone and
-    batched, in fewer passes; some commits came through a branch, not the trunk."""
+    """A draft tree (draft_tree.py; a GPU's default, a CPU's option): each pass checks the text
+    lookup's chains and the shipped head's two likeliest chains together, and a canvas's first
+    pass checks the head's guesses from its context's last hidden state. The same fills as
+    one chain a pass (a CPU's default), alone and batched, in fewer passes; some commits came
+    through a branch, not the trunk."""
     from dllm_engine.engine import Engine, EngineConfig
 
-    tree = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
-    chain = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native", draft_tree_tokens=0))
+    tree = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native", draft_tree_tokens=6,
+                               draft_branches=2))
+    chain = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
+    assert chain.config.draft_tree_tokens == 0  # one chain on a CPU
     through_branches, first_guesses = [], []
     fold = tree.runner.fold_committed
     monkeypatch.setattr(tree.runner, "fold_committed",

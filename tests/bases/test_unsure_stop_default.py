@@ -19,6 +19,9 @@ def engines():
 
     made = {drafts: Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native",
                                         draft_tokens=drafts)) for drafts in (0, 3)}
+    # a draft tree (draft_tree.py): a token that came through a branch is judged by its own row's probability
+    made["tree"] = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native",
+                                       draft_tree_tokens=6, draft_branches=2))
     yield made
     for e in made.values():
         e.shutdown()
@@ -34,8 +37,10 @@ def test_drafted_tokens_are_judged_by_their_own_probabilities(engines):
     for prefix in PREFIXES:
         for floor in (None, 0.3, 0.6, 0.9, 0.99):
             alone, drafted = _fill(engines[0], prefix, floor), _fill(engines[3], prefix, floor)
+            tree = _fill(engines["tree"], prefix, floor)
             assert (drafted.text, drafted.finish_reason) == (alone.text, alone.finish_reason), (prefix, floor)
-            fewer_passes += drafted.passes < alone.passes
+            assert (tree.text, tree.finish_reason) == (alone.text, alone.finish_reason), (prefix, floor)
+            fewer_passes += drafted.passes < alone.passes and tree.passes < alone.passes
             unsure += drafted.finish_reason == "unsure"
     assert fewer_passes, "no draft was accepted: the test no longer covers drafted tokens"
     assert unsure, "no fill was unsure: the test no longer covers the rule"

@@ -47,6 +47,11 @@ def add_arguments(p) -> None:
                    help="the in-process engine's draft adapter: shipped, none, or a folder (default: shipped)")
     p.add_argument("--draft-head", default=None,
                    help="the in-process engine's draft head (draft_head.py): shipped, none, or a folder (default: shipped)")
+    p.add_argument("--draft-tree-tokens", type=int, default=None,
+                   help="the in-process engine's draft tree (draft_tree.py): the most draft tokens a pass checks "
+                        "per canvas; 0: one chain (default: the engine's, by device)")
+    p.add_argument("--draft-branches", type=int, default=None,
+                   help="the draft head's chains in a draft tree (default: the engine's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-json")
     p.add_argument("--out-md")

@@ -72,6 +72,9 @@ def main() -> int:
                    help="the holes: single lines of dllm_lsp/, or HumanEval single-line tasks")
     p.add_argument("--stride", type=int, default=5, help="with --source humaneval: every Nth task (then --holes at most)")
     p.add_argument("--json", action="store_true")
+    p.add_argument("--model", default="default", help="the model (a folder: e.g. the base staged on a GPU machine)")
+    p.add_argument("--device", default="auto", help="the engines' device (auto: CUDA when there is one)")
+    p.add_argument("--data-dir", type=Path, default=None, help="with --source humaneval: where its files are")
     p.add_argument("--engine-from", type=Path, default=ROOT,
                    help="a checkout whose engine is measured (another commit's, on this checkout's holes)")
     args = p.parse_args()
@@ -108,14 +111,15 @@ def main() -> int:
         opts = dict(o.split("=", 1) for o in arm[2:] if "=" in o)
         return DiffusionParams(candidates=int(opts["cand"])) if "cand" in opts else DiffusionParams()
 
-    engines = {arm: Engine(EngineConfig(model="default", threads=args.threads, weights=arm[0], draft_tokens=arm[1],
-                                        **options(arm)))
+    engines = {arm: Engine(EngineConfig(model=args.model, device=args.device, threads=args.threads, weights=arm[0],
+                                        draft_tokens=arm[1], **options(arm)))
                for arm in arms}
     if args.source == "humaneval":
         from dllm_engine.evaluation.tasks import load_humaneval
 
+        data = {"data_dir": args.data_dir} if args.data_dir else {}
         holes = [(t.prefix, t.suffix, t.middle.strip())
-                 for t in load_humaneval("single-line", limit=args.holes, stride=args.stride)]
+                 for t in load_humaneval("single-line", limit=args.holes, stride=args.stride, **data)]
     else:
         holes = cut_holes(args.holes, args.seed)
     stats = {arm: {"fresh": [], "latency": [], "passes": 0, "tokens": 0, "texts": [], "exact": 0} for arm in arms}
@@ -155,7 +159,8 @@ def main() -> int:
             "exact": s["exact"],
         })
     where = "dllm_lsp/" if args.source == "repo" else f"HumanEval single-line (every {args.stride}th task)"
-    head = f"{cpu_name()}, torch {torch.__version__}, {args.threads} threads, {len(holes)} single-line holes of {where}"
+    device = torch.cuda.get_device_name(0) if next(iter(engines.values())).config.device.startswith("cuda") else cpu_name()
+    head = f"{device}, torch {torch.__version__}, {args.threads} threads, {len(holes)} single-line holes of {where}"
     if args.engine_from != ROOT:
         head += f", engine from {args.engine_from}"
     if args.json:

@@ -22,6 +22,9 @@
 #                  HEADS (INNERxBLOCKS each, side by side) instead of the ranks
 #   (another `train` call while the machine is warm resumes both runs from its disk, MINUTES more;
 #    the learning rate stays at the schedule's end, a tenth: the shipped run did 7 + 3.3 minutes)
+#   or             run(command="bash benchmarks/gpu_draft_rows.sh bench-tree", ...)  # the engine's draft
+#                  trees on the GPU (draft_tree.py): HumanEval single-line `tasks[::5]`, one chain against
+#                  TREE_ARMS side by side (bench_default_decoding.py); the table comes back in the output
 #   here:          bash benchmarks/gpu_draft_rows.sh restore
 #                  bash benchmarks/gpu_draft_rows.sh unpack FILES_AT   # runs/gpu-drafts/r64, r128 (or h1536x2, ...)
 # CPU smoke test of the whole path: bash benchmarks/gpu_draft_rows.sh smoke
@@ -37,6 +40,9 @@ RANKS=${RANKS:-64 128}
 HEADS=${HEADS:-1536x2 768x1}
 TRAIN_ARGS=${TRAIN_ARGS:---batch 64 --workers 6 --lr 2e-3 --warmup 40 --held 64 --eval-every 200 --log-every 20}
 HEAD_ARGS=${HEAD_ARGS:---batch 64 --workers 6 --lr 2e-3 --warmup 40 --held 64 --eval-every 200 --log-every 20}
+TREE_ARMS=${TREE_ARMS:-auto:3:tree=0,auto:3:tree=6:branches=2,auto:3:tree=12:branches=3,auto:4:tree=16:branches=3}
+TREE_HOLES=${TREE_HOLES:-207}
+HUMANEVAL=${HUMANEVAL:-/work/shared/data/human-eval-infilling/HumanEval-SingleLineInfilling.jsonl.gz}
 SLIM=(engine/dllm_engine/default_model/model.safetensors
       engine/dllm_engine/bases/adapters/smollm2-135m/draft_adapter.safetensors)
 export PYTHONPATH="$PWD:$PWD/engine:$PWD/kernels${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 TOKENIZERS_PARALLELISM=false
@@ -53,6 +59,7 @@ print(locate_gguf(BASES[DEFAULT_BASE])[0], model_dir(DEFAULT_BASE))")
   sha256sum "$gguf" > "$STAGE/meta/gguf.sha256"
   cp "$cache"/config.json "$cache"/tokenizer.json "$cache"/base.json "$STAGE/meta/"
   basename "$cache" > "$STAGE/meta/folder.txt"
+  cp "$HUMANEVAL" "$STAGE/meta/"  # bench-tree's tasks (evaluation only; ~100 kB)
   version=$("$PY" -c "import importlib.metadata as m; print(m.version('gguf'))")
   "$PY" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
     --platform manylinux2014_x86_64 -d "$STAGE/meta/whl" "gguf==$version"
@@ -76,6 +83,15 @@ stage)  # the first half of the GGUF onto the machine's disk, and the GPU path c
     --inner 64 --blocks 1 --vocab 512 --minutes 1 --max-steps 6 --batch 64 --workers 2 --held 4 --eval-every 1000 \
     --log-every 2 | tail -n 2
   ls -la "$PERSIST"
+  ;;
+bench-tree)  # the base staged as for training, then the draft trees measured on this machine's device
+  mkdir -p "$PERSIST" && cp "$STAGE"/b/* "$PERSIST/"
+  cat "$PERSIST"/gguf.part-* > "$PERSIST/base.gguf"
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --target "$PERSIST/site" "$STAGE"/meta/whl/*.whl
+  export PYTHONPATH="$PYTHONPATH:$PERSIST/site"
+  folder=${TREE_MODEL:-$("$PY" benchmarks/_stage_base.py --gguf "$PERSIST/base.gguf" --meta "$STAGE/meta" --out "$PERSIST/models")}
+  "$PY" benchmarks/bench_default_decoding.py --model "$folder" --device "${TREE_DEVICE:-auto}" --source humaneval \
+    --stride 5 --holes "$TREE_HOLES" --threads "${TREE_THREADS:-8}" --data-dir "$STAGE/meta" --arms "$TREE_ARMS"
   ;;
 train|train-head)
   started=$(date +%s)
@@ -143,7 +159,9 @@ smoke)  # every step above on this CPU, tiny: stage and train into temporary fol
     bash "$0" train-head
   bash "$0" unpack "$tmp/out"
   bash "$0" unpack "$tmp/out-head"
+  PERSIST="$tmp/persist" TREE_HOLES=3 TREE_THREADS=2 TREE_DEVICE=cpu TREE_ARMS="auto:3:tree=0,auto:3:tree=6:branches=2" \
+    bash "$0" bench-tree
   ;;
 *)
-  echo "usage: $0 prepare|slim|stage|train|train-head|restore|unpack FILES_AT|smoke" >&2; exit 2 ;;
+  echo "usage: $0 prepare|slim|stage|train|train-head|bench-tree|restore|unpack FILES_AT|smoke" >&2; exit 2 ;;
 esac

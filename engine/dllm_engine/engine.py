@@ -910,7 +910,7 @@ class Engine:
         own last hidden state (EncodedContext.last_hidden): without them a canvas's first
         pass checks only what the text offers (HumanEval single-line: 1.2 tokens a pass,
         against 2 for the head's guesses later on)."""
-        h = a.context.last_hidden
+        h = getattr(a.context, "last_hidden", None)  # (a family runner's contexts have none)
         if self.draft_head is None or h is None or a.temperature > 0 or a.context.ids is None:
             return
         n = a.canvas.numel()

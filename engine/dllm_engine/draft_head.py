@@ -98,17 +98,10 @@ class DraftHead(nn.Module):
         """[N, vocab] over the subset (index into `vocab_ids` for the base's token ids)."""
         return F.linear(self.out_norm(s), self.head.to(s.dtype))
 
-    @torch.inference_mode()
     def guess(self, hidden: torch.Tensor, tokens: torch.Tensor, steps: int) -> torch.Tensor:
         """long [N, steps]: the greedy guesses after `tokens` (long [N]) for rows whose base
         hidden state is `hidden` [N, D] (the row that chose each token)."""
-        dtype = self.head.dtype
-        s, x, out = hidden.to(dtype), tokens, []
-        for _ in range(steps):
-            s = self.step(s, x)
-            x = self.vocab_ids[self.logits(s).argmax(-1)]
-            out.append(x)
-        return torch.stack(out, -1) if out else tokens.new_empty(tokens.shape[0], 0)
+        return self.guess_top(hidden, tokens, steps, 1)[:, 0]
 
     @torch.inference_mode()
     def guess_top(self, hidden: torch.Tensor, tokens: torch.Tensor, steps: int, width: int) -> torch.Tensor:

@@ -57,6 +57,11 @@ def test_a_saved_head_loads_back_the_same(tiny_shifted_model, head_dir):
     # bf16 on disk: the same guesses as the head it was saved from, rounded the same way
     assert torch.equal(head.guess(hidden, tokens, 3), fresh.to(torch.bfloat16).float().guess(hidden, tokens, 3))
     assert head.guess(hidden, tokens, 0).shape == (4, 0)
+    # a draft tree's chains: the head's likeliest first tokens, best first, each then greedy
+    top = head.guess_top(hidden, tokens, 3, 3)
+    assert top.shape == (4, 3, 3) and torch.equal(top[:, 0], head.guess(hidden, tokens, 3))
+    first = head.logits(head.step(hidden.to(head.head.dtype), tokens)).topk(3).indices
+    assert torch.equal(top[:, :, 0], head.vocab_ids[first])
 
 
 def test_fills_are_the_same_with_the_head_on_and_off(tiny_shifted_model, head_dir):

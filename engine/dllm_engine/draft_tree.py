@@ -103,10 +103,3 @@ def walk(first: int, current: int, trunk: list[int], trunk_picks: list[int],
             tokens.append(branch_picks[nxt])
         slot += 1
 
-
-def path_rows(path: list[PathStep], trunk_row, branch_row) -> list[int] | None:
-    """The pass rows of `path`'s draft tokens (`trunk_row(slot)`, `branch_row(i)`), or None
-    when the path never leaves the trunk (the rows are where a chain's would be)."""
-    if all(step.branch < 0 for step in path):
-        return None
-    return [trunk_row(s.slot) if s.branch < 0 else branch_row(s.branch) for s in path]

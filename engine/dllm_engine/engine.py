@@ -700,7 +700,7 @@ class Engine:
             self._keep_head_drafts(active, window, commit, new_canvases, *head_rows, branches, paths)
         if window is not None and not delayed and hasattr(self.runner, "fold_committed"):
             # the pass's committed rows join their contexts (a branch's rows where it carried them)
-            self.runner.fold_committed(new_canvases, paths) if paths else self.runner.fold_committed(new_canvases)
+            self.runner.fold_committed(new_canvases, paths or None)
         committed = commit.sum(-1).tolist()
         self.metrics.pass_done(len(active), sum(committed), time.perf_counter() - t0)
         finished = []
@@ -890,20 +890,11 @@ class Engine:
             holes.append((a, last, int(new_canvases[row, last]), n))
         if not holes:
             return
-        steps = min(self.config.draft_tokens, self.draft_head.config.steps)
-        width = self.config.draft_branches if tree else 1
         at = torch.tensor(picked, device=hidden.device)
         tokens = torch.tensor([t for _, _, t, _ in holes], device=hidden.device)
-        guesses = self.draft_head.guess_top(hidden[at], tokens, steps, width).cpu()  # [N, width, steps]
-        stops = self._draft_stops[guesses].tolist()
-        for (a, last, _, n), chains, chain_stops in zip(holes, guesses.tolist(), stops):
-            kept = []
-            for guess, stop in zip(chains, chain_stops):
-                keep = min(stop.index(True) if True in stop else len(guess), n - last - 2)
-                if keep > 0:
-                    kept.append(guess[:keep])
-            if kept:
-                a.head_draft = (last + 1, kept)
+        rooms = [n - last - 2 for _, last, _, n in holes]  # the token after a draft needs a slot
+        for (a, last, _, n), kept in zip(holes, self._head_chains(hidden[at], tokens, rooms)):
+            a.head_draft = (last + 1, kept) if kept else None
 
     def _first_head_draft(self, a: ActiveHole) -> None:
         """The draft head's guesses for a new greedy canvas's first slots, from the context's
@@ -913,17 +904,25 @@ class Engine:
         h = getattr(a.context, "last_hidden", None)  # (a family runner's contexts have none)
         if self.draft_head is None or h is None or a.temperature > 0 or a.context.ids is None:
             return
-        n = a.canvas.numel()
-        steps = min(self.config.draft_tokens, self.draft_head.config.steps, n - 1)
-        if steps <= 0:
-            return
-        width = self.config.draft_branches if self._tree_tokens() else 1
         token = torch.tensor([a.context.last_id], device=h.device)
-        chains = self.draft_head.guess_top(h[None], token, steps, width)[0].cpu()
-        stops = self._draft_stops[chains].tolist()
-        kept = [g[:s.index(True) if True in s else len(g)] for g, s in zip(chains.tolist(), stops)]
-        kept = [g for g in kept if g]
+        kept = self._head_chains(h[None], token, [a.canvas.numel() - 1])[0]
         a.head_draft = (0, kept) if kept else None
+
+    def _head_chains(self, hidden: torch.Tensor, tokens: torch.Tensor, rooms: list[int]) -> list[list[list[int]]]:
+        """Per row, the draft head's chains after `tokens` from `hidden` (its `draft_branches`
+        best with a draft tree, else its best), each cut before a draft stop token and to the
+        row's room (the token after a draft needs a slot); empty chains dropped."""
+        steps = min(self.config.draft_tokens, self.draft_head.config.steps, max(rooms))
+        if steps <= 0:
+            return [[] for _ in rooms]
+        width = self.config.draft_branches if self._tree_tokens() else 1
+        guesses = self.draft_head.guess_top(hidden, tokens, steps, width).cpu()  # [N, width, steps]
+        stops = self._draft_stops[guesses].tolist()
+        out = []
+        for chains, chain_stops, room in zip(guesses.tolist(), stops, rooms):
+            cut = [g[:min(s.index(True) if True in s else len(g), room)] for g, s in zip(chains, chain_stops)]
+            out.append([g for g in cut if g])
+        return out
 
     def _stop_rule(self, a: ActiveHole) -> str | None:
         """"end" once the committed head of a hole holds the code after the hole again

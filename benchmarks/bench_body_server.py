@@ -16,7 +16,10 @@ the file with the suggestion inserted has no more tree-sitter errors than withou
 per fill; latency p50 / p95.
 
     python benchmarks/bench_body_server.py [--language python|javascript] [--holes 60] [--seed 3]
-        [--floors 0,0.15] [--threads 2]
+        [--floors 0,0.15] [--choose-end on|off|off,on] [--threads 2]
+
+`--choose-end off,on` runs each floor with and without the engine's choice of where a fill
+ends (Hole.choose_end, fill_end.py), side by side.
 """
 
 from __future__ import annotations
@@ -53,6 +56,7 @@ def main() -> int:
     ap.add_argument("--holes", type=int, default=60)
     ap.add_argument("--seed", type=int, default=3)
     ap.add_argument("--floors", default="0,0.15", help="the multilineMinTokenProb settings compared (0: off)")
+    ap.add_argument("--choose-end", default="on", help="Hole.choose_end settings compared: on, off or off,on")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -67,12 +71,13 @@ def main() -> int:
     from dllm_lsp.server.options import parse_options
     from dllm_lsp.syntax.languages import language_named, parse
 
-    floors = [float(f) for f in args.floors.split(",")]
+    ends = [{"on": True, "off": False}[c] for c in args.choose_end.split(",")]
+    floors = [(float(f), c) for f in args.floors.split(",") for c in ends]  # an arm: (gate floor, choose_end)
     settings = {}
-    for floor in floors:
+    for floor, c in floors:
         options, errors = parse_options({"multilineMinTokenProb": floor})
         assert not errors, errors
-        settings[floor] = options
+        settings[floor, c] = options
     stats = {f: {"ms": [], "passes": 0, "shown": 0, "cut": 0, "hidden": 0, "right": 0, "lines": 0, "parse": 0,
                  "texts": []} for f in floors}
     holes = documents(args.language, args.holes, args.seed)
@@ -94,7 +99,8 @@ def main() -> int:
             for f in floors:
                 plan, s = plans[f], stats[f]
                 t0 = time.perf_counter()
-                fill = engine.infill(request_for([plan.hole], settings[f])).holes[0]
+                hole = dataclasses.replace(plan.hole, choose_end=f[1])
+                fill = engine.infill(request_for([hole], settings[f])).holes[0]
                 s["ms"].append((time.perf_counter() - t0) * 1000)
                 s["passes"] += fill.passes
                 suggestion = shape_fill(plan, fill)
@@ -122,7 +128,7 @@ def main() -> int:
     for f in floors:
         s = stats[f]
         same = sum(a == b for a, b in zip(stats[floors[0]]["texts"], s["texts"]))
-        rows.append({"multilineMinTokenProb": f, "shown": s["shown"], "cut": s["cut"], "hidden": s["hidden"],
+        rows.append({"multilineMinTokenProb": f[0], "choose_end": f[1], "shown": s["shown"], "cut": s["cut"], "hidden": s["hidden"],
                      "right_lines": s["right"], "lines_shown": s["lines"], "shown_that_parse": s["parse"],
                      "same_as_first": same, "passes_per_fill": round(s["passes"] / max(1, planned), 1),
                      "p50_ms": round(statistics.median(s["ms"]), 0) if s["ms"] else None,
@@ -131,11 +137,11 @@ def main() -> int:
         print(json.dumps({"machine": head, "rows": rows}, indent=1))
         return 0
     print(head)
-    print("| multilineMinTokenProb | suggestions shown | of which cut short | hidden | lines shown that stand in "
+    print("| multilineMinTokenProb | choose_end | suggestions shown | of which cut short | hidden | lines shown that stand in "
           "the real body | shown that parse | same as the first arm | passes/fill | p50 ms | p95 ms |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for r in rows:
-        print(f"| {r['multilineMinTokenProb'] or 'off'} | {r['shown']}/{planned} | {r['cut']} | {r['hidden']} "
+        print(f"| {r['multilineMinTokenProb'] or 'off'} | {'on' if r['choose_end'] else 'off'} | {r['shown']}/{planned} | {r['cut']} | {r['hidden']} "
               f"| {r['right_lines']} of {r['lines_shown']} | {r['shown_that_parse']}/{r['shown']} "
               f"| {r['same_as_first']}/{planned} | {r['passes_per_fill']} | {r['p50_ms']:.0f} | {r['p95_ms']:.0f} |")
     return 0

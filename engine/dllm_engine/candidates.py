@@ -24,6 +24,7 @@ import logging
 
 from .branches import branch_prefix, branch_words
 from .candidate_scoring import score_fills
+from .fill_end import end_candidates
 from .protocol import Hole, HoleResult, InfillRequest
 
 log = logging.getLogger("dllm_engine")
@@ -85,15 +86,24 @@ def _best(engine, hole: Hole, group: list[HoleResult]) -> HoleResult:
     if any(r.finish_reason == "deadline" for r in group):
         return dataclasses.replace(group[0], passes=passes)
     # Copy 0 always competes; a sample unless it was cut ("cancelled": engine.py, `outlasted`).
-    texts = list(dict.fromkeys([group[0].text] + [r.text for r in group[1:] if r.finish_reason != "cancelled"]))
-    if len(texts) == 1:
+    fills = [group[0]] + [r for r in group[1:] if r.finish_reason != "cancelled"]
+    # Each fill cut at its line breaks too where the hole's end is chosen (fill_end.py): one pass reads all.
+    options = end_candidates(hole, fills)
+    if len(options) == 1:
         return dataclasses.replace(group[0], passes=passes)
     try:
-        scores = score_fills(engine, hole.prefix, hole.suffix, texts)
+        scores = score_fills(engine, hole.prefix, hole.suffix, [text for text, _ in options])
     except Exception:  # a fill is still an answer: keep the request's own
-        log.exception("scoring %d candidate fills failed; keeping the first", len(texts))
+        log.exception("scoring %d candidate fills failed; keeping the first", len(options))
         return dataclasses.replace(group[0], passes=passes)
-    order = sorted(range(len(texts)), key=lambda i: (-scores[i], i))  # best first; a tie keeps the earlier copy
-    chosen = next(r for r in group if r.text == texts[order[0]])
-    return dataclasses.replace(chosen, passes=passes + 1,  # + the scoring pass
-                               alternatives=[texts[i] for i in order[1:]])
+    order = sorted(range(len(options)), key=lambda i: (-scores[i], i))  # best first; a tie keeps the earlier
+    text, source = options[order[0]]
+    chosen = fills[source]
+    # The other fills, each as its best-read cut, best first.
+    others = list(dict.fromkeys(options[i][1] for i in order if options[i][1] != source))
+    best_cut = {}
+    for i in order:
+        best_cut.setdefault(options[i][1], options[i][0])
+    return dataclasses.replace(chosen, text=text, passes=passes + 1,  # + the scoring pass
+                               finish_reason=chosen.finish_reason if text == chosen.text else "end",
+                               alternatives=[best_cut[f] for f in others])

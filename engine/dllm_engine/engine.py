@@ -31,6 +31,7 @@ from .context_cache import context_budget_bytes
 from .denoise import SpecialIds, denoise_pass, sample_tokens
 from .draft_adapter import attach as attach_draft_adapter
 from .engine_calls import EngineCalls
+from .fill_end import choose_end
 from .dedent_stop import dedent_cut
 from .line_cap import line_cap_cut
 from .repeat_stop import loop_seen, repeat_cut, typed_indent
@@ -1034,6 +1035,8 @@ class Engine:
         holes = list(state.results)
         if state.candidates > 1:
             holes = choose(self, state.holes, holes, state.candidates, state.request.holes)
+        elif self.scores_candidates:  # (a stream held back all but the first line: openai_api/streaming.py)
+            holes = [choose_end(self, hole, r) for hole, r in zip(state.request.holes, holes)]
         result = InfillResult(
             request_id=state.request.request_id,
             holes=holes,

@@ -76,6 +76,7 @@ class HoleBody(_Body):
     stop_indent: int | None = Field(Hole.stop_indent, ge=1, le=1024)
     stop_repeats: bool = Hole.stop_repeats
     stop_at_suffix: bool = Hole.stop_at_suffix
+    choose_end: bool = Hole.choose_end
     max_lines: int | None = Field(Hole.max_lines, ge=1, le=1024)
     banned_starts: list[BannedStart] = Field(default_factory=list, max_length=32)
     min_token_prob: float | None = Field(Hole.min_token_prob, gt=0.0, lt=1.0)

@@ -131,6 +131,12 @@ class Hole:
     # pretrained base never learned to end a middle, and where it wrote the middle right it
     # goes on with the suffix. Off only for a caller that wants the model's text as it came.
     stop_at_suffix: bool = True
+    # A finished fill with line breaks in it ends at the one after which the model reads the
+    # code after the hole best (fill_end.py: the fill cut at each of its first line breaks, all
+    # read with the suffix's first tokens in one more pass): a base that never learned to end a
+    # middle writes on past it. A stream sends such a fill's first line as it settles, the rest
+    # once the end is chosen.
+    choose_end: bool = True
 
     def __post_init__(self) -> None:
         for name in ("stop", "banned_starts"):
@@ -156,7 +162,7 @@ class Hole:
                 or not all(isinstance(s, str) and s.strip() and len(s) <= 16 for s in self.banned_starts)):
             raise ProtocolError("banned_starts must be a list of at most 32 strings of 1-16 characters, "
                                 f"not blank, got {self.banned_starts!r:.80}")
-        for name in ("stop_repeats", "stop_at_suffix"):
+        for name in ("stop_repeats", "stop_at_suffix", "choose_end"):
             if not isinstance(getattr(self, name), bool):
                 raise ProtocolError(f"{name} must be true or false, got {getattr(self, name)!r:.40}")
         if self.min_token_prob is not None and (not _is_number(self.min_token_prob)

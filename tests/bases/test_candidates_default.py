@@ -16,14 +16,9 @@ sys.path.insert(0, str(EXAMPLES))
 from check_holes import HOLES, cut  # noqa: E402
 
 
-@pytest.fixture(scope="module")
-def engine():
-    from dllm_engine.engine import Engine, EngineConfig
-
-    # fp32 weights as well: "auto" would run int4, through bf16 kernels below 8 rows
-    e = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
-    yield e
-    e.shutdown()
+@pytest.fixture
+def engine(fp32_engine):
+    return fp32_engine  # tests/bases/conftest.py
 
 
 def test_the_kept_fill_reads_at_least_as_well_as_the_plain_one(engine):

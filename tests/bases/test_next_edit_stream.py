@@ -31,14 +31,9 @@ def main():
 RENAMED = BEFORE.replace("def count_words(path, minimum)", "def count_words(path, least)")
 
 
-@pytest.fixture(scope="module")
-def engine():
-    from dllm_engine.engine import Engine, EngineConfig
-
-    # fp32 weights as well: "auto" would run int4, through bf16 kernels below 8 rows
-    e = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
-    yield e
-    e.shutdown()
+@pytest.fixture
+def engine(fp32_engine):
+    return fp32_engine  # tests/bases/conftest.py
 
 
 def _request(doc: str) -> NextEditRequest:

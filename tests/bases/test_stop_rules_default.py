@@ -1,7 +1,8 @@
 """The stop rules on the default model: a multi-line fill ends where its block does
 (Hole.stop_indent), after its lines (Hole.max_lines) or where it writes the code after its hole
 again (Hole.stop_at_suffix), in fewer passes, with the text of the fill without the rule cut by
-the same rule. fp32, so "the same" is exact."""
+the same rule. fp32, so "the same" is exact. Each rule alone: the fill's end is not chosen by
+reading (Hole.choose_end, tests/bases/test_fill_end_default.py)."""
 
 import pytest
 
@@ -11,13 +12,9 @@ from dllm_engine.protocol import Hole, InfillRequest
 from dllm_engine.suffix_stop import suffix_cut, suffix_head
 
 
-@pytest.fixture(scope="module")
-def engine():
-    from dllm_engine.engine import Engine, EngineConfig
-
-    e = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
-    yield e
-    e.shutdown()
+@pytest.fixture
+def engine(fp32_engine):
+    return fp32_engine  # tests/bases/conftest.py
 
 
 PREFIX = "def read_lines(path):\n    lines = []\n    with open(path) as f:\n        "
@@ -26,11 +23,11 @@ SUFFIX = "\n    return lines\n"
 
 def test_a_multi_line_fill_stops_where_its_block_ends(engine):
     free = engine.infill(InfillRequest(holes=[Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=64,
-                                                    stop_at_suffix=False)])).holes[0]
+                                                    stop_at_suffix=False, choose_end=False)])).holes[0]
     cut = dedent_cut(free.text, 8)
     assert cut >= 0, f"the free fill never left its block: {free.text!r}"
     stopped = engine.infill(InfillRequest(holes=[Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=64,
-                                                      stop_indent=8, stop_at_suffix=False)])).holes[0]
+                                                      stop_indent=8, stop_at_suffix=False, choose_end=False)])).holes[0]
     assert stopped.text == free.text[:cut] and stopped.finish_reason == "end"
     assert stopped.passes < free.passes
 
@@ -39,7 +36,7 @@ def test_a_fill_ends_where_it_writes_the_code_after_its_hole_again(engine):
     """The default model fills the `with` block, then writes the suffix's `return lines`."""
     def fill(rule):
         return engine.infill(InfillRequest(holes=[Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=64,
-                                                       stop_at_suffix=rule)])).holes[0]
+                                                       stop_at_suffix=rule, choose_end=False)])).holes[0]
 
     free = fill(False)
     cut = suffix_cut(free.text, suffix_head(SUFFIX), PREFIX)
@@ -56,7 +53,7 @@ AFTER = "\n\n\ndef main():\n    pass\n"
 def test_an_empty_bodys_fill_ends_after_its_lines(engine):
     def fill(max_lines):
         return engine.infill(InfillRequest(holes=[Hole(prefix=BODY, suffix=AFTER, max_tokens=128, stop_indent=4,
-                                                       max_lines=max_lines)])).holes[0]
+                                                       max_lines=max_lines, choose_end=False)])).holes[0]
 
     free = fill(None)
     cut = line_cap_cut(free.text, 2)

@@ -57,11 +57,30 @@ def test_blanks_after_a_line_break_wait_for_text_before_an_indented_suffix():
     always a prefix of the final fill."""
     from dllm_engine.protocol import Hole
 
-    s = FillStream.for_hole(Hole(prefix="for x in xs:\n", suffix="    return n\n", stop_at_suffix=False))
+    s = FillStream.for_hole(Hole(prefix="for x in xs:\n", suffix="    return n\n", stop_at_suffix=False,
+                                     choose_end=False))
     assert s.settled("    n += x\n   ") == "    n += x\n"
     assert s.final("    n += x\n") == ""  # the blanks never went out
-    s = FillStream.for_hole(Hole(prefix="for x in xs:\n", suffix="    return n\n", stop_at_suffix=False))
+    s = FillStream.for_hole(Hole(prefix="for x in xs:\n", suffix="    return n\n", stop_at_suffix=False,
+                                     choose_end=False))
     sent = [s.settled("    n += x\n   "), s.settled("    n += x\n        if n:")]
     assert "".join(sent) == "    n += x\n        if n:"  # followed by text, they are the next line's
     s = FillStream.for_hole(Hole(prefix="f(\n", suffix="b)\n"))  # a suffix that starts with text
     assert s.settled("    a,\n    ") == "    a,\n    "
+
+
+def test_a_fill_whose_end_is_chosen_streams_its_first_line_then_the_chosen_rest():
+    """The engine may cut such a fill at any line break once it is finished (fill_end.py): every
+    cut holds the first line, with its break where the suffix starts on the next line, without
+    it where the suffix brings its own; the rest goes out with the chosen end."""
+    from dllm_engine.protocol import Hole
+
+    s = FillStream.for_hole(Hole(prefix="def f(xs):\n    xs = list(xs)\n", suffix="    return n\n"))
+    assert s.settled("    n = 0") == "    n = 0"
+    assert s.settled("    n = 0\n    for x in xs:\n") == "\n"
+    assert s.final("    n = 0\n    for x in xs:\n        n += x\n") == "    for x in xs:\n        n += x\n"
+    s = FillStream.for_hole(Hole(prefix="def f(xs):\n    ", suffix="\n    return n\n"))
+    assert s.settled("n = 0\n    m = 1") == "n = 0"
+    assert s.final("n = 0") == ""
+    s = FillStream.for_hole(Hole(prefix="x = f(", suffix="y)\n"))  # ends inside a line: no cut, no hold
+    assert s.settled("a,\n    b") == "a,\n    b"

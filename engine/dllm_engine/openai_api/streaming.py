@@ -13,6 +13,9 @@ those tokens are final, but their text is not yet all sendable:
 - blanks after the settled text's last line break, before a suffix that brings its own
   indentation, are dropped from the final fill unless text follows them
   (trailing_indent.py): they are held back until it does.
+- a fill whose end the engine chooses once it is finished (`Hole.choose_end`, fill_end.py)
+  may be cut at any of its line breaks: only its first line is sent as it settles (every cut
+  holds it), the rest once the end is chosen.
 What is sent is therefore always a prefix of the final text, so the chunks of a fill
 join to exactly the text the same request gets without streaming.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 
+from ..fill_end import fixed_length, hole_end
 from ..protocol import Hole
 from ..suffix_stop import suffix_cut, suffix_head
 from ..trailing_indent import trailing_indent_cut
@@ -32,10 +36,11 @@ REPLACEMENT = "\ufffd"  # what a decoder writes for a partial UTF-8 sequence
 
 
 def sendable(text: str, stop: tuple[str, ...], head: str | None = None, prefix: str = "",
-             suffix: str = "") -> str:
+             suffix: str = "", chosen_end: str | None = None) -> str:
     """The longest prefix of settled `text` that no later token can change (`head`: the
     suffix's, which ends the fill where suffix_cut finds it after `prefix`; `suffix`: the
-    hole's, before which a fill's trailing blanks go)."""
+    hole's, before which a fill's trailing blanks go; `chosen_end`: fill_end.hole_end's answer
+    for a hole whose end is chosen, where the first line break is kept or dropped by a cut)."""
     text = text.rstrip(REPLACEMENT)
     if (at := trailing_indent_cut(text, suffix)) >= 0:
         text = text[:at]
@@ -44,6 +49,8 @@ def sendable(text: str, stop: tuple[str, ...], head: str | None = None, prefix: 
         found.append(at)
     if found:  # the final fill is cut before the first stop found whole
         text = text[: min(found)]
+    if chosen_end is not None and (at := text.find("\n")) >= 0:  # every cut holds the first line
+        text = text[: at + 1] if chosen_end == "line start" else text[:at]
     # A stop may still start in a tail of `text` that is a beginning of it: hold that tail.
     ends = (*stop, head) if head else stop
     held = max((k for s in ends for k in range(1, min(len(s), len(text) + 1)) if text.endswith(s[:k])), default=0)
@@ -53,17 +60,20 @@ def sendable(text: str, stop: tuple[str, ...], head: str | None = None, prefix: 
 class FillStream:
     """The text one hole has sent, and what to send next."""
 
-    def __init__(self, stop: tuple[str, ...], head: str | None = None, prefix: str = "", suffix: str = "") -> None:
+    def __init__(self, stop: tuple[str, ...], head: str | None = None, prefix: str = "", suffix: str = "",
+                 chosen_end: str | None = None) -> None:
         self.stop, self.head, self.prefix, self.suffix = stop, head, prefix, suffix
+        self.chosen_end = chosen_end
         self.sent = ""
 
     @classmethod
     def for_hole(cls, hole: Hole) -> "FillStream":
-        return cls(hole.stop, suffix_head(hole.suffix) if hole.stop_at_suffix else None, hole.prefix, hole.suffix)
+        return cls(hole.stop, suffix_head(hole.suffix) if hole.stop_at_suffix else None, hole.prefix, hole.suffix,
+                   hole_end(hole) if hole.choose_end and not fixed_length(hole) else None)
 
     def settled(self, text: str) -> str:
         """The new text to send for the settled run `text` (maybe "")."""
-        safe = sendable(text, self.stop, self.head, self.prefix, self.suffix)
+        safe = sendable(text, self.stop, self.head, self.prefix, self.suffix, self.chosen_end)
         if len(safe) <= len(self.sent) or not safe.startswith(self.sent):
             return ""
         delta, self.sent = safe[len(self.sent):], safe

@@ -1,0 +1,122 @@
+"""Where a multi-line fill ends: at the line break after which the model reads the code after
+the hole best (`Hole.choose_end`).
+
+Why: a pretrained base laid out as our infiller never learned to end a middle. Given room, a
+fill runs on past its hole: on HumanEval multi-line holes (1-20 lines) the default model wrote
+its 128 tokens, ~10 lines, every time, and 0 of 59 passed. suffix_stop.py ends a fill that
+writes the suffix again, but after a middle a small base mostly writes something else. Its own
+left-to-right reading knows more: the code after a right middle reads well right after it,
+and badly after a line too few or too many. So a finished fill is cut at each of its first
+line breaks, every cut is read with the suffix's first tokens (candidate_scoring.py, one
+batched causal pass) and the likeliest document keeps its cut (benchmarks/RESULTS.md,
+thirtieth session; `dllm-lsp eval --arms var-thr`, paired): HumanEval multi-line
+`tasks[::100]` 0 -> 3 of 59 passed, single-line holes filled with variable length `tasks[::5]`
+13.5% -> 27.5% (30 won, 1 lost; line mode, which stops at the line break, passes 32%).
+
+Only at line breaks, and only where the hole ends at a line's end (the suffix starts with its
+own line break: a cut ends before a break) or at the next line's start (the suffix starts with
+the indentation of a line of the prefix, or deeper: a cut ends after a break). A hole that ends
+inside a line (the suffix starts with code, or with a blank or two no line is indented by, most
+of HumanEval random-span) fits no line cut: suffix_stop.py's echo rule is what ends those (on
+random-span `tasks[::50]` 2 of 33 fills were cut, 0 passed either way).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+
+from .candidate_scoring import score_fills
+from .protocol import Hole, HoleResult
+
+log = logging.getLogger("dllm_engine")
+
+# The first line breaks of a fill that are tried as its end (then the whole fill): the scoring
+# pass reads every cut, so its rows grow with the square of the lines tried. On HumanEval
+# multi-line `tasks[::100]` the cut kept was the fill's 1st-7th line break, the whole fill never.
+MAX_CUTS = 8
+
+
+def line_cuts(text: str, limit: int = MAX_CUTS, with_break: bool = True) -> list[str]:
+    """The fill up to each of its first `limit` line breaks (with the break, or before it when
+    the suffix brings its own), then the whole fill, shortest first, each once; [] when there is
+    no choice to make (no line break before the fill's end)."""
+    cuts = []
+    at = text.find("\n")
+    while at >= 0 and len(cuts) < limit:
+        cut = text[:at + 1] if with_break else text[:at]
+        if cut and cut != text and cut not in cuts:
+            cuts.append(cut)
+        at = text.find("\n", at + 1)
+    return cuts + [text] if cuts else []
+
+
+def _indent(line: str) -> str:
+    return line[: len(line) - len(line.lstrip(" \t"))]
+
+
+def hole_end(hole: Hole) -> str | None:
+    """Where the hole ends, read from its suffix: "line end" (the suffix starts with a line
+    break), "line start" (with the next line's indentation: one some line of the prefix has, or
+    two blanks or more deeper than the prefix's last line, a block the fill opens), None (with
+    code, or with blanks that indent no line: inside a line; or no code after the hole)."""
+    suffix = hole.suffix
+    if not suffix.strip():
+        return None
+    if suffix.startswith(("\n", "\r\n")):
+        return "line end"
+    blanks = _indent(suffix)
+    if not blanks:
+        return None
+    lines = [line for line in hole.prefix.splitlines() if line.strip()]
+    if any(_indent(line) == blanks for line in lines):
+        return "line start"
+    last = _indent(lines[-1]) if lines else ""
+    return "line start" if (len(blanks) >= 2 or "\t" in blanks) and len(blanks) > len(last) else None
+
+
+# A fill the model ended or that ran out of room; not one cut short (a deadline, the unsure
+# gate, whose caller decides what of it to show) or cancelled.
+CHOSEN_AFTER = ("end", "max_tokens")
+
+
+def fixed_length(hole: Hole) -> bool:
+    """A hole whose caller fixed the fill's length (its first canvas is all it may have: an
+    oracle length, a range regenerated token for token): that length is the end asked for."""
+    return hole.bucket is not None and hole.bucket >= hole.max_tokens
+
+
+def cuts_for(hole: Hole, result: HoleResult) -> list[str]:
+    """The cuts a finished fill's end is chosen from; [] when it is not chosen (not asked, a
+    fixed length, the fill cut short, no line cut fits the hole, or no line break inside it)."""
+    end = hole_end(hole)
+    if not hole.choose_end or fixed_length(hole) or result.finish_reason not in CHOSEN_AFTER or end is None:
+        return []
+    return line_cuts(result.text, with_break=end == "line start")
+
+
+def end_candidates(hole: Hole, results: list[HoleResult]) -> list[tuple[str, int]]:
+    """(candidate text, index of the fill it was cut from) for fills that compete (best of N's
+    copies, or one fill): each fill's line cuts when its end is chosen, else the fill itself;
+    each text once, the first fill's first."""
+    out: dict[str, int] = {}
+    for i, r in enumerate(results):
+        for cut in cuts_for(hole, r) or [r.text]:
+            out.setdefault(cut, i)
+    return list(out.items())
+
+
+def choose_end(engine, hole: Hole, result: HoleResult) -> HoleResult:
+    """`result` cut at its likeliest line break (or kept whole); the scoring counts as a pass.
+    Any failure keeps the fill as it is: it is still an answer."""
+    cuts = cuts_for(hole, result)
+    if not cuts:
+        return result
+    try:
+        scores = score_fills(engine, hole.prefix, hole.suffix, cuts)
+    except Exception:
+        log.exception("reading %d ends of a fill failed; keeping it whole", len(cuts))
+        return result
+    best = max(range(len(cuts)), key=lambda i: (scores[i], -i))  # a tie keeps the shorter fill
+    reason = "end" if len(cuts[best]) < len(result.text) else result.finish_reason
+    return dataclasses.replace(result, text=cuts[best], finish_reason=reason, passes=result.passes + 1)

@@ -1,0 +1,54 @@
+"""The default model's fill ends where the code after its hole reads best (Hole.choose_end,
+fill_end.py): a multi-line fill that runs on past its hole into an example of use is cut at
+the line break the suffix follows, the cut the model reads best of all the fill's cuts, for one
+more pass; best of N cuts its copies too, and so does a stream, which sends the first line as it
+settles. fp32."""
+
+import pytest
+
+from dllm_engine.candidate_scoring import score_fills
+from dllm_engine.fill_end import line_cuts
+from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
+
+
+@pytest.fixture
+def engine(fp32_engine):
+    return fp32_engine  # tests/bases/conftest.py
+
+
+PREFIX = "def mean(values):\n    if not values:\n        return 0.0\n"
+SUFFIX = "    return total / len(values)\n"
+RIGHT = "    return sum(values) / len(values)\n"  # what the default model writes, then goes on
+
+
+def fill(engine, choose_end=True, candidates=1, on_settled=None):
+    request = InfillRequest(holes=[Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=64, choose_end=choose_end)],
+                            params=DiffusionParams(candidates=candidates))
+    return engine.submit(request, on_settled=on_settled).result(120).holes[0]
+
+
+def test_a_fill_that_runs_past_its_hole_ends_where_the_suffix_reads_best(engine):
+    free = fill(engine, choose_end=False)
+    assert free.text.startswith(RIGHT) and free.text.count("\n") > 2, f"the model no longer runs on: {free.text!r}"
+    chosen = fill(engine)
+    assert chosen.text == RIGHT and chosen.finish_reason == "end"
+    assert chosen.passes == free.passes + 1  # the reading pass
+    cuts = line_cuts(free.text)
+    scores = engine._calls.call(lambda: score_fills(engine, PREFIX, SUFFIX, cuts))
+    assert max(range(len(cuts)), key=scores.__getitem__) == cuts.index(RIGHT)
+
+
+def test_best_of_n_chooses_among_its_copies_cuts(engine):
+    best = fill(engine, candidates=2)
+    assert best.text == RIGHT and best.finish_reason == "end"
+
+
+def test_a_streamed_fill_is_cut_too_and_sent_its_first_line_as_it_settles(engine):
+    from dllm_engine.openai_api.streaming import FillStream
+
+    hole = Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=64)
+    stream, sent = FillStream.for_hole(hole), []
+    streamed = fill(engine, on_settled=lambda event: sent.append(stream.settled(event.text)))
+    assert streamed.text == RIGHT
+    assert "".join(sent) == RIGHT  # the first line, as it settled: the whole of this fill's chosen end
+    assert stream.final(streamed.text) == ""

@@ -1,0 +1,111 @@
+"""Where a multi-line fill ends (fill_end.py): the cuts tried, when the end is chosen, and that
+the best-read cut is kept, with a scorer standing in for the model (the default model's own
+check is tests/bases/test_fill_end_default.py)."""
+
+import pytest
+
+from dllm_engine import fill_end
+from dllm_engine.fill_end import MAX_CUTS, choose_end, cuts_for, end_candidates, hole_end, line_cuts
+from dllm_engine.protocol import Hole, HoleResult, ProtocolError
+
+HOLE = Hole(prefix="def mean(values):\n    values = list(values)\n", suffix="    print(values)\n")  # ends at a line start
+
+
+def result(text, reason="max_tokens", passes=10):
+    return HoleResult(text=text, finish_reason=reason, passes=passes, tokens=len(text))
+
+
+def test_a_fill_is_cut_at_each_line_break_then_kept_whole():
+    assert line_cuts("a\nb\nc") == ["a\n", "a\nb\n", "a\nb\nc"]
+    assert line_cuts("a\n\nb\n") == ["a\n", "a\n\n", "a\n\nb\n"]  # a fill that ends at a break: no extra whole
+    assert line_cuts("a\n") == [] and line_cuts("abc") == [] and line_cuts("") == []  # nothing to choose
+    # Before each break, where the suffix brings its own.
+    assert line_cuts("a\nb\nc", with_break=False) == ["a", "a\nb", "a\nb\nc"]
+    assert line_cuts("a\n", with_break=False) == ["a", "a\n"]
+    assert line_cuts("\na", with_break=False) == []  # nothing before the first break
+    long = "".join(f"x{i}\n" for i in range(20)) + "tail"
+    cuts = line_cuts(long)
+    assert len(cuts) == MAX_CUTS + 1 and cuts[-1] == long and cuts[MAX_CUTS - 1].count("\n") == MAX_CUTS
+
+
+def test_where_the_hole_ends_is_read_from_the_suffix_and_the_prefixs_indentation():
+    def end(suffix, prefix="def f(x):\n    if x:\n        y = 1\n"):
+        return hole_end(Hole(prefix=prefix, suffix=suffix))
+
+    assert end("\n    return x\n") == "line end" and end("\r\nx") == "line end"
+    assert end("    return x\n") == "line start" and end("        return x\n") == "line start"
+    assert end("\treturn x\n", prefix="def f():\n\tpass\n") == "line start"
+    # Deeper than the prefix's last line: the body of a block the fill opens.
+    assert end("            print(y)\n") == "line start"
+    assert end(" 1)\n", prefix="x = f(\n") is None  # one blank: inside a line
+    assert end("eter)\n    return x\n") is None  # inside a line: no line cut fits
+    assert end(" < threshold:\n") is None and end("  + 1\n") is None  # blanks no line is indented by
+    assert end("") is None and end("\n  \n") is None  # no code after the hole
+
+
+def test_the_end_is_chosen_only_for_a_finished_fill_with_a_line_break_before_code_that_fits():
+    assert cuts_for(HOLE, result("a\nb")) == ["a\n", "a\nb"]
+    assert cuts_for(Hole(prefix="x", suffix="\nreturn 1\n"), result("a\nb")) == ["a", "a\nb"]
+    assert cuts_for(HOLE, result("a\n\n")) == ["a\n", "a\n\n"]
+    assert cuts_for(HOLE, result("a\n")) == []  # one line
+    assert cuts_for(Hole(prefix="x = ", suffix=""), result("a\nb")) == []
+    assert cuts_for(Hole(prefix="x = ", suffix="y)\n"), result("a\nb")) == []  # ends inside a line
+    assert cuts_for(Hole(prefix=HOLE.prefix, suffix="    y\n", choose_end=False), result("a\nb")) == []
+    assert cuts_for(Hole(prefix=HOLE.prefix, suffix="    y\n", max_tokens=9, bucket=9), result("a\nb")) == []  # fixed
+    assert cuts_for(Hole(prefix=HOLE.prefix, suffix="    y\n", max_tokens=64, bucket=8), result("a\nb")) == ["a\n", "a\nb"]
+    for reason in ("unsure", "deadline", "cancelled"):
+        assert cuts_for(HOLE, result("a\nb", reason)) == []
+
+
+def test_choose_end_is_a_boolean_at_the_boundary():
+    with pytest.raises(ProtocolError, match="choose_end"):
+        Hole(prefix="x", choose_end="yes").validate()
+
+
+@pytest.fixture
+def scorer(monkeypatch):
+    """score_fills replaced by a table: text -> score (a missing text raises, as a failing pass)."""
+    table, calls = {}, []
+
+    def fake(engine, prefix, suffix, fills):
+        calls.append(list(fills))
+        return [table[f] for f in fills]
+
+    monkeypatch.setattr(fill_end, "score_fills", fake)
+    return table, calls
+
+
+def test_the_best_read_cut_is_kept_and_the_reading_counts_as_a_pass(scorer):
+    table, calls = scorer
+    text = "    return sum(values) / len(values)\n\n# Example usage:\nprint(mean([1]))"
+    cuts = line_cuts(text)
+    table.update({c: -10.0 - i for i, c in enumerate(cuts)})
+    table[cuts[0]] = -3.0
+    out = choose_end(None, HOLE, result(text))
+    assert calls == [cuts]
+    assert out.text == cuts[0] and out.finish_reason == "end" and out.passes == 11
+
+
+def test_a_fill_kept_whole_keeps_its_finish_reason_and_a_tie_keeps_the_shorter(scorer):
+    table, _ = scorer
+    text = "a = 1\nb = 2"
+    table.update({"a = 1\n": -5.0, text: -1.0})
+    assert choose_end(None, HOLE, result(text)).finish_reason == "max_tokens"
+    table.update({"a = 1\n": -1.0})
+    assert choose_end(None, HOLE, result(text)).text == "a = 1\n"
+
+
+def test_a_failed_reading_or_a_fill_cut_short_keeps_the_fill_as_it_is(scorer):
+    table, calls = scorer  # an empty table: every reading raises
+    r = result("a = 1\nb = 2")
+    assert choose_end(None, HOLE, r) == r
+    assert choose_end(None, HOLE, result("a\nb", "unsure")) == result("a\nb", "unsure")
+    assert len(calls) == 1
+
+
+def test_best_of_n_reads_every_copys_cuts_once_each_with_the_copy_it_came_from():
+    copies = [result("a\nb\nc"), result("a\nb\nd", "end"), result("z", "end"), result("a\nq", "unsure")]
+    assert end_candidates(HOLE, copies) == [("a\n", 0), ("a\nb\n", 0), ("a\nb\nc", 0), ("a\nb\nd", 1), ("z", 2),
+                                            ("a\nq", 3)]
+    off = Hole(prefix=HOLE.prefix, suffix=HOLE.suffix, choose_end=False)
+    assert end_candidates(off, copies) == [("a\nb\nc", 0), ("a\nb\nd", 1), ("z", 2), ("a\nq", 3)]

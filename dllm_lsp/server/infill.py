@@ -99,9 +99,10 @@ def plan_completion(doc: Document, offset: int, options: ServerOptions, open_doc
     if not invoked:
         # A typed multi-line fill ends where its block, line cap or the gate end it, not where
         # the engine reads the code after it best (Hole.choose_end): on 46 empty bodies that
-        # took the wrong lines shown 56 -> 32 but the right ones 10 -> 7 and p50 279 -> 773 ms
-        # (a second, left-to-right encoding of the prefix; benchmarks/RESULTS.md, thirtieth
-        # session). An invoked fill reads its candidates that way anyway: its ends join them.
+        # took the wrong lines shown 56 -> 30 but the right ones 10 -> 8, the ones that parse
+        # 28 -> 26 of 32, and p50 299 -> 356 ms, p95 818 -> 1282 ms (every cut is a row chain
+        # of its own; benchmarks/RESULTS.md, thirtieth session). An invoked fill reads its
+        # candidates that way anyway: its ends join them.
         hole = dataclasses.replace(hole, choose_end=False)
     return Plan(doc.uri, doc.version, doc.text, offset, ctx, doc.syntax_language, tree, hole)
 

@@ -8,10 +8,17 @@ unexplained (an `if ...:` line followed by a dedent, a value computed and never 
 the fill's own probability; this is where a base that was never trained to read a suffix
 still uses it.
 
-The score runs in the natural order, prefix then fill then suffix, over a context of the
-prefix up to its last line break: every candidate shares that context, it is cached like
-any other (typing on one line keeps it), and the rows of a candidate are its line's start,
-the fill and `SUFFIX_TOKENS` of the suffix, all in one causal pass.
+The score runs in the hole's own layout: the context the fills were written from (the
+suffix, then the prefix up to its last line break), then the rows of each candidate, its
+line's start, the fill and `SUFFIX_TOKENS` of the suffix, all in one causal pass. That context
+is in the engine's cache from the fill itself, so a score costs one pass of rows and no
+encoding. Until the thirtieth session the score read plain text in reading order (the prefix
+alone, then the rows): the suffix out of view, so its first tokens could not be copied from
+it, but a second encoding of the whole prefix, which a fill at a new place pays in full
+(~1,000 tokens: 1.4 s on an AMD EPYC). Measured against that on HumanEval single-line
+`tasks[::5]`, choosing where 207 variable-length fills end (benchmarks/RESULTS.md, thirtieth
+session): the same cut for 199 of 207, 57 passed with either; best of 2 in line mode 33.8% ->
+33.3% (0 won, 1 lost), its first answer at a new place 0.86x.
 """
 
 from __future__ import annotations
@@ -28,10 +35,12 @@ def _anchor(prefix: str) -> int:
 
 
 @torch.inference_mode()
-def score_fills(engine, prefix: str, suffix: str, fills: list[str],
+def score_fills(engine, prefix: str, suffix: str, fills: list[str], room: int,
                 suffix_tokens: int = SUFFIX_TOKENS) -> list[float]:
     """Log-probability per fill of [the prefix's last line, the fill, the suffix's first
-    `suffix_tokens` tokens] given the prefix before that line, one batched causal pass.
+    `suffix_tokens` tokens] after the hole's context cut at that line (`room`: the hole's
+    max_tokens, which the context was encoded with, so its cached entry serves), one batched
+    causal pass.
 
     Shifted-logit models only (a pretrained base in our layout: slot j read from the row
     before it, so a causal row chain is the base's own left-to-right scoring)."""
@@ -40,11 +49,7 @@ def score_fills(engine, prefix: str, suffix: str, fills: list[str],
         raise ValueError("candidate scoring needs a shifted-logit model")
     cfg = engine.loaded.config
     cut = _anchor(prefix)
-    bos = [cfg.bos_token_id] if cfg.bos_token_id >= 0 else []
-    head = tok.encode(prefix[:cut]) if cut else []
-    if not bos and not head:  # a context needs a token to hold out: start the rows one later
-        head, cut = tok.encode(prefix[:1]), 1
-    ctx = runner.encode_plain(bos + head)
+    ctx = runner.encode_context(tok.encode(prefix[:cut]) if cut else [], tok.encode(suffix), room)
     rows, lengths = [], []
     for fill in fills:
         start = len(prefix) + len(fill) - cut  # where the suffix starts in the rows' text

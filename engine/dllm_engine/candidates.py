@@ -92,7 +92,7 @@ def _best(engine, hole: Hole, group: list[HoleResult]) -> HoleResult:
     if len(options) == 1:
         return dataclasses.replace(group[0], passes=passes)
     try:
-        scores = score_fills(engine, hole.prefix, hole.suffix, [text for text, _ in options])
+        scores = score_fills(engine, hole.prefix, hole.suffix, [text for text, _ in options], hole.max_tokens)
     except Exception:  # a fill is still an answer: keep the request's own
         log.exception("scoring %d candidate fills failed; keeping the first", len(options))
         return dataclasses.replace(group[0], passes=passes)

@@ -113,7 +113,7 @@ def choose_end(engine, hole: Hole, result: HoleResult) -> HoleResult:
     if not cuts:
         return result
     try:
-        scores = score_fills(engine, hole.prefix, hole.suffix, cuts)
+        scores = score_fills(engine, hole.prefix, hole.suffix, cuts, hole.max_tokens)
     except Exception:
         log.exception("reading %d ends of a fill failed; keeping it whole", len(cuts))
         return result

@@ -211,21 +211,6 @@ class ModelRunner:
         return ctx
 
     @torch.inference_mode()
-    def encode_plain(self, ids: list[int], room: int = 64) -> EncodedContext:
-        """A context of plain text in reading order (no suffix, no markers), for scoring fills
-        left to right (candidate_scoring.py); cached and reused by token prefix like the
-        native one. Too long for the window (or the trained context), its start is cut in
-        PREFIX_TRIM_STEP steps, so consecutive keystrokes keep the cached start."""
-        budget = min(self.window, int(self.config.extra.get("context_tokens") or self.window)) - room
-        if len(ids) > budget:
-            start = -(-(len(ids) - budget) // PREFIX_TRIM_STEP) * PREFIX_TRIM_STEP
-            ids = ids[start:]
-        tensor, last = self._hold_out_last(torch.tensor(ids, dtype=torch.long))
-        ctx = self._encode(tensor)
-        ctx.last_id, ctx.ids = last, tensor
-        return ctx
-
-    @torch.inference_mode()
     def score_rows(self, contexts: list[EncodedContext], tokens: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
         """Logits [B, W, V] predicting each of `tokens` [B, W] (real up to lens[b]) from its
         context and the tokens before it: a causal chain after each context (a shifted-logit

@@ -30,14 +30,14 @@ def test_the_kept_fill_reads_at_least_as_well_as_the_plain_one(engine):
         result = engine.infill(InfillRequest(holes=[hole], params=DiffusionParams(candidates=4)),
                                timeout=120).holes[0]
         best, others = result.text, result.alternatives
-        kept, own = engine.between_passes(lambda: score_fills(engine, prefix, suffix, [best, plain]))
+        kept, own = engine.between_passes(lambda: score_fills(engine, prefix, suffix, [best, plain], hole.max_tokens))
         assert kept >= own - 1e-3, (path.name, best, plain)
         # The other fills, for an editor to offer: distinct, the plain one among them unless it
         # won, read no better than the best and in order.
         assert len(others) <= 3 and len({best, *others}) == len(others) + 1, (best, others)
         assert plain == best or plain in others, (plain, best, others)
         if others:
-            scores = engine.between_passes(lambda: score_fills(engine, prefix, suffix, [best, *others]))
+            scores = engine.between_passes(lambda: score_fills(engine, prefix, suffix, [best, *others], hole.max_tokens))
             assert all(a >= b - 1e-3 for a, b in zip(scores, scores[1:])), (scores, best, others)
         changed += best != plain
     assert changed >= 1, "best of 4 kept the plain fill on every example: the samples never won"

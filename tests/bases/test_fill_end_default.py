@@ -34,7 +34,7 @@ def test_a_fill_that_runs_past_its_hole_ends_where_the_suffix_reads_best(engine)
     assert chosen.text == RIGHT and chosen.finish_reason == "end"
     assert chosen.passes == free.passes + 1  # the reading pass
     cuts = line_cuts(free.text)
-    scores = engine._calls.call(lambda: score_fills(engine, PREFIX, SUFFIX, cuts))
+    scores = engine._calls.call(lambda: score_fills(engine, PREFIX, SUFFIX, cuts, 64))
     assert max(range(len(cuts)), key=scores.__getitem__) == cuts.index(RIGHT)
 
 

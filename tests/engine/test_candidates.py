@@ -1,5 +1,6 @@
 """Best of N (candidates.py, candidate_scoring.py) on a tiny random shifted-logit model decoded
-in blocks of 1 (the default model's decoding), fp32: the scores are a plain causal forward's,
+in blocks of 1 (the default model's decoding), fp32: the scores are one causal forward's over
+the hole's layout (the suffix, the prefix up to its last line, then the rows),
 the fill kept is the best-scored of the copies the engine ran, and copy 0 is the fill without
 best of N. The shipped default model's own check is in tests/bases/test_candidates_default.py."""
 
@@ -11,7 +12,7 @@ import torch
 from dllm_engine.candidate_scoring import SUFFIX_TOKENS, score_fills
 from dllm_engine.candidates import SAMPLE_PASSES_FACTOR, SAMPLE_PASSES_SLACK
 from dllm_engine.engine import Engine, EngineConfig
-from dllm_engine.layout import causal_mask
+from dllm_engine.layout import causal_mask, native_context_ids
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest, ProtocolError
 
 PREFIX = "def count(items):\n    total = 0\n    for item in items:\n        "
@@ -26,10 +27,10 @@ def engine(tiny_shifted_model):
 
 
 def full_forward_score(e, prefix, fill, suffix):
-    """The same quantity from one causal forward over the whole text, no cache."""
+    """The same quantity from one causal forward over the whole layout, no cache."""
     tok, cfg = e.tokenizer, e.loaded.config
     cut = prefix.rfind("\n")
-    head = ([cfg.bos_token_id] if cfg.bos_token_id >= 0 else []) + tok.encode(prefix[:cut])
+    head = native_context_ids(tok.encode(prefix[:cut]), tok.encode(suffix), cfg)
     ids, offsets = tok.encode_with_offsets(prefix[cut:] + fill + suffix)
     start = len(prefix) + len(fill) - cut
     first = next((i for i, (s, _) in enumerate(offsets) if s >= start), len(ids))
@@ -43,12 +44,27 @@ def full_forward_score(e, prefix, fill, suffix):
 
 def test_fill_scores_are_the_models_own_left_to_right_reading(engine):
     fills = ["total += item", "print(item)", "", "if item:\n            total += 1"]
-    first = engine.between_passes(lambda: score_fills(engine, PREFIX, SUFFIX, fills))
-    again = engine.between_passes(lambda: score_fills(engine, PREFIX, SUFFIX, fills))  # the context now cached
+    first = engine.between_passes(lambda: score_fills(engine, PREFIX, SUFFIX, fills, 12))
+    again = engine.between_passes(lambda: score_fills(engine, PREFIX, SUFFIX, fills, 12))  # the context now cached
     want = [full_forward_score(engine, PREFIX, f, SUFFIX) for f in fills]
     assert first == pytest.approx(want, abs=1e-3)
     assert again == pytest.approx(want, abs=1e-3)
     assert len(set(round(s, 3) for s in first)) == len(fills)  # the fills are told apart
+
+
+def test_scoring_reads_the_fills_own_context_from_the_cache(engine):
+    """The score's context is the hole's own, cut at the prefix's last line: after the fill, its
+    cached entry serves all of it, so scoring encodes nothing anew (a suffix never seen does)."""
+    _fill(engine)
+    stats = engine.runner.cache.stats
+
+    def encoded(fills, suffix=SUFFIX):
+        requested, reused = stats.tokens_requested, stats.tokens_reused
+        engine.between_passes(lambda: score_fills(engine, PREFIX, suffix, fills, 12))
+        return (stats.tokens_requested - requested) - (stats.tokens_reused - reused)
+
+    assert encoded(["total += 1"], SUFFIX + "# a suffix seen once") > 10
+    assert encoded(["total += 1", "pass"]) <= 1
 
 
 def _fill(engine, candidates=1, temperature=0.0, copies=1, seed=0):
@@ -71,7 +87,7 @@ def test_best_of_n_keeps_the_best_scored_of_the_copies_it_ran(engine):
     kept = [("total" + branch.text, branch.passes)] + [(h.text, h.passes) for h in sampled[2:]]
     texts = list(dict.fromkeys([greedy.text] + [t for t, passes in kept if passes - 1 < allowance]))
     assert len(texts) > 1, "the samples should differ from the greedy fill on a random model"
-    scores = engine.between_passes(lambda: score_fills(engine, PREFIX, SUFFIX, texts))
+    scores = engine.between_passes(lambda: score_fills(engine, PREFIX, SUFFIX, texts, 12))
     assert best.text == texts[max(range(len(texts)), key=lambda i: (scores[i], -i))]
     assert greedy.passes + 1 <= best.passes <= math.ceil(allowance) + 1  # + the scoring pass
 

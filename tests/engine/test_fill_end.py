@@ -67,7 +67,7 @@ def scorer(monkeypatch):
     """score_fills replaced by a table: text -> score (a missing text raises, as a failing pass)."""
     table, calls = {}, []
 
-    def fake(engine, prefix, suffix, fills):
+    def fake(engine, prefix, suffix, fills, room):
         calls.append(list(fills))
         return [table[f] for f in fills]
 

@@ -55,8 +55,12 @@ class FileResult:
 def _engine_hole(ctx) -> Hole:
     # The model was trained on LF text: CRLF files get LF context, and fills are converted back by shaping.
     # Shaping (apply.py) cuts a fill that loops: the engine ends it there (stop_repeats).
+    # Its end is not chosen by reading (Hole.choose_end): reading every hole's cuts made a
+    # batch of 36 fixture holes 2.0-2.3x slower with the default model (7.2-8.6 -> 16.7-17.3 s,
+    # benchmarks/RESULTS.md, thirtieth session), and what it does to a refactor's fills is not
+    # measured yet.
     return Hole(prefix=ctx.prefix.replace("\r\n", "\n"), suffix=ctx.suffix.replace("\r\n", "\n"),
-                max_tokens=ctx.max_tokens, bucket=ctx.bucket, stop_repeats=True)
+                max_tokens=ctx.max_tokens, bucket=ctx.bucket, stop_repeats=True, choose_end=False)
 
 
 async def _infill(client, request: InfillRequest):

@@ -30,3 +30,11 @@ def test_only_a_fill_the_user_asked_for_has_its_end_chosen():
         request = request_for([asked.hole], options, invoked=True)
         request.validate()  # what the engine gets: the flag passes its boundary
         assert request.holes[0].choose_end and request.params.candidates == options.diffusion.invoked_candidates
+
+
+def test_the_refactor_command_does_not_choose_its_fills_ends():
+    """`dllm-lsp refactor` batches many holes: reading each one's cuts doubled a batch's time."""
+    from dllm_lsp.refactor.runner import _engine_hole
+
+    asked, _ = plan(EMPTY_BODY, invoked=True)
+    assert asked.hole.choose_end and _engine_hole(asked.ctx).choose_end is False

@@ -99,11 +99,9 @@ def _best(engine, hole: Hole, group: list[HoleResult]) -> HoleResult:
     order = sorted(range(len(options)), key=lambda i: (-scores[i], i))  # best first; a tie keeps the earlier
     text, source = options[order[0]]
     chosen = fills[source]
-    # The other fills, each as its best-read cut, best first.
-    others = list(dict.fromkeys(options[i][1] for i in order if options[i][1] != source))
-    best_cut = {}
+    best_cut: dict[int, str] = {}  # each fill's best-read cut, best first
     for i in order:
         best_cut.setdefault(options[i][1], options[i][0])
     return dataclasses.replace(chosen, text=text, passes=passes + 1,  # + the scoring pass
                                finish_reason=chosen.finish_reason if text == chosen.text else "end",
-                               alternatives=[best_cut[f] for f in others])
+                               alternatives=[cut for f, cut in best_cut.items() if f != source])

@@ -29,6 +29,7 @@ prefix window's start, which the default three, mostly docstrings, never do).
     python benchmarks/bench_lsp.py --skip-startup --threads all --empty-body any,code   # code first at an empty body
     python benchmarks/bench_lsp.py --skip-startup --threads all --rest 1 --prepare off,on   # the context prepared at rest
     python benchmarks/bench_lsp.py --skip-startup --threads all --multiline-min-prob 0,0.15   # the multi-line gate
+    python benchmarks/bench_lsp.py --skip-startup --threads all --diagnostics off,on   # hints' scoring beside typing
 """
 
 from __future__ import annotations
@@ -296,6 +297,10 @@ async def main() -> None:
                     help="comma list of the multilineMinTokenProb setting (0: off), each replayed per model, "
                          "policy, thread count, prefetch, cap, empty-body policy, prepare and line gate; "
                          "default: the server's only")
+    ap.add_argument("--diagnostics", default=None,
+                    help="comma list of off, on: the diagnostics setting (suspicious-token hints, scored on the "
+                         "engine thread while the typist rests), each replayed per model and every setting above; "
+                         "default: the server's only")
     ap.add_argument("--functions", default=None,
                     help="comma list of module:qualified.name to type instead of the default three "
                          "(e.g. argparse:HelpFormatter._format_usage: code typed deep in a large module)")
@@ -324,9 +329,10 @@ async def main() -> None:
     gates = args.line_min_prob.split(",") if args.line_min_prob else [None]
     block_gates = args.multiline_min_prob.split(",") if args.multiline_min_prob else [None]
     starts = args.start.split(",")
+    hints = args.diagnostics.split(",") if args.diagnostics else [None]
     for model in args.models.split(","):
-        for policy, threads, prefetch, cap, empty_body, prepare, gate, block_gate, start_at in itertools.product(
-                policies, thread_counts, prefetches, caps, empty_bodies, prepares, gates, block_gates, starts):
+        for policy, threads, prefetch, cap, empty_body, prepare, gate, block_gate, start_at, hint in itertools.product(
+                policies, thread_counts, prefetches, caps, empty_bodies, prepares, gates, block_gates, starts, hints):
             settings = {"engine": {"model": model}}
             if args.max_passes:
                 settings["diffusion"] = {"maxPasses": args.max_passes}
@@ -342,6 +348,8 @@ async def main() -> None:
                 settings["lineMinTokenProb"] = float(gate)
             if block_gate:
                 settings["multilineMinTokenProb"] = float(block_gate)
+            if hint:
+                settings["diagnostics"] = hint == "on"
             name = model + (f", multiline {policy}" if policy else "") + (f", threads {threads}" if threads else "")
             name += f", prefetch {prefetch}" if prefetch else ""
             name += f", max lines {cap}" if cap else ""
@@ -350,6 +358,7 @@ async def main() -> None:
             name += f", lineMinTokenProb {gate}" if gate else ""
             name += f", multilineMinTokenProb {block_gate}" if block_gate else ""
             name += f", typed from the {start_at}" if len(starts) > 1 or start_at != "body" else ""
+            name += f", diagnostics {hint}" if hint else ""
             name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
             typing[name] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000,
                                         args.pause_after, settings, server_env(threads), args.auto_indent,

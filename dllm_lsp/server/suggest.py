@@ -96,6 +96,7 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
         ls.scheduler.engine_answers.append({
             "kind": plan.ctx.kind, "ms": (time.perf_counter() - arrived) * 1000,
             "engineMs": result.elapsed_ms, "queuedMs": result.queued_ms, "passes": result.passes,
+            "queuedFor": result.queued_for,  # what held the engine meanwhile (passes, encoding, scoring...)
             "contextTokens": result.context_tokens, "cachedTokens": result.cached_tokens,
             # The hole's windows in characters (never its text): where a cache miss came from.
             "prefixChars": len(plan.hole.prefix), "suffixChars": len(plan.hole.suffix), "offset": offset,

@@ -158,13 +158,19 @@ class PrefixCache:
         """A point in the cache's history, for `forget_since`."""
         return self._next_key
 
-    def forget_since(self, mark: int) -> None:
+    def forget_since(self, mark: int, prefixes_of: list[torch.Tensor] | None = None) -> None:
         """Drop the entries stored since `mark`: a one-off context's (a scoring window's, whose
         suffix no completion shares), which would otherwise push the completions' contexts out
-        and hold its K/V until evicted (~23 MB for 1,000 tokens of the default model)."""
+        and hold its K/V until evicted (~23 MB for 1,000 tokens of the default model). With
+        `prefixes_of`, only the entries whose tokens start one of those contexts: a one-off
+        context encoded over several engine calls lets requests run between them, and their
+        contexts, stored meanwhile, stay."""
         with self._lock:
             for key in [k for k in self._entries if k >= mark]:
-                del self._entries[key]
+                ids = self._entries[key].ids
+                if prefixes_of is None or any(ids.numel() <= p.numel() and common_prefix_len(ids, p) == ids.numel()
+                                              for p in prefixes_of):
+                    del self._entries[key]
 
     def _evict(self) -> None:
         while len(self._entries) > 1 and self.nbytes > self.max_bytes:

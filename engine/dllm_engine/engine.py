@@ -30,6 +30,7 @@ from .checkpoint import LoadedModel, load
 from .context_cache import context_budget_bytes
 from .denoise import SpecialIds, denoise_pass, sample_tokens
 from .draft_adapter import attach as attach_draft_adapter
+from .engine_activity import ActivityLog
 from .engine_calls import EngineCalls
 from .fill_end import choose_end
 from .dedent_stop import dedent_cut
@@ -190,7 +191,9 @@ class Engine:
         self.config = config or EngineConfig()
         self._cond = threading.Condition()
         # Scoring, next edit and cache drops run on the engine thread too (engine_calls.py).
-        self._calls = EngineCalls(self._cond)
+        # What the engine thread does, span by span: a request's wait, split by what held it.
+        self._activity = ActivityLog()
+        self._calls = EngineCalls(self._cond, self._activity)
         self._stopping = False
         # The engine thread loads the model as well as running it: one OpenMP team for all of
         # the model's work (engine_calls.py says why). Load errors are raised here.
@@ -327,17 +330,19 @@ class Engine:
         single-line p95 168 -> 249-264 ms)."""
         request.validate()
         if not request.background:
-            return score_span(self, request, call=self._calls.call)
-        return score_span(self, request, call=lambda fn: self._calls.call_when_idle(fn, self.idle, SCORE_PATIENCE_S))
+            return score_span(self, request, call=lambda fn: self._calls.call(fn, "scoring"))
+        return score_span(self, request, call=lambda fn: self._calls.call_when_idle(fn, self.idle, SCORE_PATIENCE_S,
+                                                                                   "scoring"))
 
     def idle(self) -> bool:
         """On the engine thread: no request waiting or running (background work goes now)."""
         return not self.scheduler.active and not self.scheduler.queue_depth
 
-    def between_passes(self, fn):
+    def between_passes(self, fn, kind: str = "calls"):
         """fn() on the engine thread between two passes, its result returned here: for work
-        that runs the model outside a request's passes (next edit's streams)."""
-        return self._calls.call(fn)
+        that runs the model outside a request's passes (next edit's streams); `kind` names it
+        in what a request's wait is split into (`InfillResult.queued_for`)."""
+        return self._calls.call(fn, kind)
 
     def prepare(self, request, cancel=None):
         """Encode a place's context into the cache before a request comes there (prepare.py:
@@ -401,9 +406,11 @@ class Engine:
             self._calls.run_pending()
             try:
                 self._drop_cancelled()
-                self._admit_all(admissions)
+                with self._activity.span("encoding"):
+                    self._admit_all(admissions)
                 if self.scheduler.active:
-                    self._step()
+                    with self._activity.span("passes"):
+                        self._step()
                     self._heap.maybe_trim(self._work_done())  # and every few seconds while busy
             except Exception as exc:  # never let one bad pass kill the resident engine
                 log.exception("engine pass failed")
@@ -431,6 +438,7 @@ class Engine:
                 continue
             if state.started is None:
                 state.started = time.monotonic()
+                state.queued_for = self._activity.overlap(state.submitted, state.started)
             try:
                 prepared.append((state, index, *self._tokenize(state.request.holes[index])))
             except Exception as exc:
@@ -1043,6 +1051,7 @@ class Engine:
             model=self.model_name,
             elapsed_ms=(now - state.submitted) * 1000,
             queued_ms=((state.started or now) - state.submitted) * 1000,
+            queued_for=state.queued_for,
             context_tokens=state.context_tokens,
             cached_tokens=state.cached_tokens,
         )

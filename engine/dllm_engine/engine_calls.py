@@ -22,6 +22,8 @@ from collections import deque
 from concurrent.futures import Future
 from typing import Callable, TypeVar
 
+from .engine_activity import ActivityLog
+
 T = TypeVar("T")
 
 IDLE_POLL_S = 0.02  # how often work that waits for the engine to go idle looks again
@@ -30,29 +32,32 @@ IDLE_POLL_S = 0.02  # how often work that waits for the engine to go idle looks 
 class EngineCalls:
     """Calls queued for the thread that owns the model (`owner`), served by its loop."""
 
-    def __init__(self, cond: threading.Condition) -> None:
+    def __init__(self, cond: threading.Condition, activity: ActivityLog | None = None) -> None:
         self._cond = cond  # the engine loop's: a queued call wakes it like a request does
-        self._pending: deque[tuple[Callable[[], object], Future]] = deque()
+        self._pending: deque[tuple[Callable[[], object], Future, str]] = deque()
+        self._activity = activity or ActivityLog()  # each call's span, under its caller's kind
         self._closed = False
         self.owner: threading.Thread | None = None
         # Calls served so far: work done like passes, so the heap trimmer sees a next-edit or
         # scoring burst (heap_trim.py), which runs no pass at all.
         self.served = 0
 
-    def call(self, fn: Callable[[], T]) -> T:
+    def call(self, fn: Callable[[], T], kind: str = "calls") -> T:
         """fn() on the owner thread; its result or its exception here. From the owner thread
-        itself (a callback of a pass) fn runs at once: waiting for itself would never end."""
+        itself (a callback of a pass) fn runs at once: waiting for itself would never end.
+        `kind` names the work in the engine's activity log (engine_activity.py)."""
         if threading.current_thread() is self.owner:
             return fn()
         done: Future = Future()
         with self._cond:
             if self._closed:
                 raise RuntimeError("engine is shut down")
-            self._pending.append((fn, done))
+            self._pending.append((fn, done, kind))
             self._cond.notify()
         return done.result()
 
-    def call_when_idle(self, fn: Callable[[], T], idle: Callable[[], bool], patience_s: float) -> T:
+    def call_when_idle(self, fn: Callable[[], T], idle: Callable[[], bool], patience_s: float,
+                       kind: str = "calls") -> T:
         """fn() on the owner thread once `idle()` holds there, or `patience_s` from now whatever
         the load: background work (scoring for hints) yields to requests waiting or running,
         yet a steady stream of them does not starve it. Each look is one queued call."""
@@ -60,7 +65,8 @@ class EngineCalls:
             return fn()
         deadline = time.monotonic() + patience_s
         while True:
-            ran, value = self.call(lambda: (True, fn()) if idle() or time.monotonic() >= deadline else (False, None))
+            ran, value = self.call(lambda: (True, fn()) if idle() or time.monotonic() >= deadline else (False, None),
+                                   kind)
             if ran:
                 return value
             time.sleep(IDLE_POLL_S)
@@ -75,20 +81,21 @@ class EngineCalls:
             with self._cond:
                 if not self._pending:
                     return
-                fn, done = self._pending.popleft()
+                fn, done, kind = self._pending.popleft()
             if not done.set_running_or_notify_cancel():
                 continue
             self.served += 1
-            try:
-                done.set_result(fn())
-            except BaseException as exc:  # the caller's error, raised in the caller
-                done.set_exception(exc)
+            with self._activity.span(kind):
+                try:
+                    done.set_result(fn())
+                except BaseException as exc:  # the caller's error, raised in the caller
+                    done.set_exception(exc)
 
     def close(self, exc: BaseException) -> None:
         """No more calls; those still queued fail with `exc`."""
         with self._cond:
             self._closed = True
             left, self._pending = list(self._pending), deque()
-        for _, done in left:
+        for _, done, _ in left:
             if done.set_running_or_notify_cancel():
                 done.set_exception(exc)

@@ -92,15 +92,15 @@ def prepare_context(engine: "Engine", request: PrepareRequest, cancel: threading
 
     if not hasattr(runner, "encode_tokens"):  # a family runner: its context depends on the canvas
         return result(0, 0, 0, False)
-    ids = engine.between_passes(lambda: context_ids(engine, request))
+    ids = engine.between_passes(lambda: context_ids(engine, request), "prepare")
     total = ids.numel()
-    cached = engine.between_passes(lambda: runner.cache.lookup(ids, count=False, full=True)[2])
+    cached = engine.between_passes(lambda: runner.cache.lookup(ids, count=False, full=True)[2], "prepare")
     done = cached
     while done < total:
         if cancel is not None and cancel.is_set():
             break
         end = min(total, done + chunk)
-        if not engine.between_passes(lambda end=end: _encode_unless_busy(engine, ids[:end])):
+        if not engine.between_passes(lambda end=end: _encode_unless_busy(engine, ids[:end]), "prepare"):
             break
         done = end
     if done > cached:

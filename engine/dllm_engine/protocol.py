@@ -253,6 +253,12 @@ class InfillResult:
     model: str
     elapsed_ms: float
     queued_ms: float = 0.0
+    # What held the engine while the request waited, ms per kind: "passes" (requests running,
+    # their ends chosen and best of N's scored included),
+    # "encoding" (contexts of requests admitted before it, superseded ones too), "scoring"
+    # (hints), "prepare" (a
+    # cursor's context), "next edit", "calls" (other work from other threads).
+    queued_for: dict[str, float] = field(default_factory=dict)
     context_tokens: int = 0  # context tokens over all holes
     cached_tokens: int = 0  # of which were served by the context cache
 

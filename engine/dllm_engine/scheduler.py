@@ -32,6 +32,9 @@ class RequestState:
     on_settled: Callable[[SettledText], None] | None = None
     submitted: float = field(default_factory=time.monotonic)
     started: float | None = None
+    # What the engine did while this request waited to be admitted: ms per kind of work
+    # (engine_activity.py); the part of the wait it does not cover was spent idle or in between.
+    queued_for: dict[str, float] = field(default_factory=dict)
     cancelled: threading.Event = field(default_factory=threading.Event)
     results: list[HoleResult | None] = field(default_factory=list)
     pending_holes: list[int] = field(default_factory=list)  # not yet admitted

@@ -21,9 +21,17 @@ prefix and, when the model reads both sides, the span after it in its suffix. A 
 to 4,000 characters (the request's limit; the language server sends up to 3,000) is 850-1,400
 tokens, which a single 512-token limit refused: the language server, which scored a file's
 first 3,000 characters when it opened, got no diagnostics at all for a file longer than
-~1,700 characters. A window's context is dropped from the prefix cache once scored: no
-completion shares it (its suffix is the code after the span), and kept, the server's hints
+~1,700 characters. The contexts are dropped from the prefix cache once the span is scored: no
+completion shares them (their suffix is the code after the span), and kept, the server's hints
 filled the cache with them.
+
+A window's context is encoded first, in chunks of CONTEXT_CHUNK tokens, one engine call each,
+onto the cached start the chunk before made (prepare.py's way), and only then are its rows
+scored. Encoded in the window's one call, the ~1,000 tokens of context around a changed region
+held the engine ~1.3 s on a 2-core AMD EPYC, and the keystroke that ended the typist's rest
+waited for all of it (the keystroke replay's slowest single-line answers, queued 0.3-1.3 s).
+A window after the first extends the context before it (its prefix holds the windows before
+it), so only its own tokens are encoded.
 """
 
 from __future__ import annotations
@@ -34,6 +42,7 @@ from typing import Callable, TypeVar
 import torch
 
 from . import mmap_threshold
+from .prepare import PREPARE_CHUNK
 from .protocol import ScoreRequest, ScoreResult, TokenScore
 from .runner import trim_to_trained
 
@@ -42,6 +51,9 @@ T = TypeVar("T")
 # Tokens scored in one engine call: what a request arriving meanwhile waits for at most (~0.1 s
 # for the default model on 2 cores), and the logits a window holds (25 MB in bf16 at 256 tokens).
 WINDOW_TOKENS = 256
+# Context tokens encoded in one engine call: what a request arriving meanwhile waits for at
+# most (~0.2 s on 2 cores), the cursor prepare's chunk.
+CONTEXT_CHUNK = PREPARE_CHUNK
 PROBS_ROWS = 64  # rows normalised at a time: float32 copies of 12 MB, not of the whole window's logits
 _SPECIALS = 4  # context tokens besides prefix and suffix (bos and the markers), with a margin
 
@@ -55,13 +67,23 @@ def score_span(engine, request: ScoreRequest, call: Callable[[Callable[[], T]], 
     ids, offsets, prefix_ids, suffix_ids = call(lambda: (*tok.encode_with_offsets(request.span),
                                                           tok.encode(request.prefix), tok.encode(request.suffix)))
     tokens: list[TokenScore] = []
-    for a in range(0, len(ids), WINDOW_TOKENS):
-        b = min(len(ids), a + WINDOW_TOKENS)
-        scored = call(lambda a=a, b=b: _score_window(engine, prefix_ids, ids, suffix_ids, a, b, request.stride))
-        for j, (p_actual, p_best, alternative) in enumerate(scored, start=a):
-            start, end = offsets[j]
-            tokens.append(TokenScore(start=start, end=end, text=request.span[start:end], prob=p_actual,
-                                     alternative=alternative, alternative_prob=p_best))
+    cache = getattr(engine.runner, "cache", None)
+    mark = cache.mark() if hasattr(cache, "mark") else None
+    contexts = []  # each window's context as cached: forgotten once the span is scored
+    try:
+        for a in range(0, len(ids), WINDOW_TOKENS):
+            b = min(len(ids), a + WINDOW_TOKENS)
+            before, after = _window_context(engine.runner, prefix_ids, ids, suffix_ids, a, b)
+            contexts += _encode_in_chunks(engine.runner, before, after, call)
+            scored = call(lambda a=a, b=b, before=before, after=after:
+                          _score_window(engine, before, after, ids, a, b, request.stride))
+            for j, (p_actual, p_best, alternative) in enumerate(scored, start=a):
+                start, end = offsets[j]
+                tokens.append(TokenScore(start=start, end=end, text=request.span[start:end], prob=p_actual,
+                                         alternative=alternative, alternative_prob=p_best))
+    finally:
+        if mark is not None:  # a one-off context: the language server's hints filled the cache with them
+            call(lambda: cache.forget_since(mark, prefixes_of=contexts))
     return ScoreResult(request.request_id, tokens, engine.model_name, (time.perf_counter() - t0) * 1000)
 
 
@@ -70,20 +92,41 @@ def reads_causally(runner) -> bool:
     return bool(getattr(runner, "shifted", False)) and getattr(runner, "block", 0) == 1 and hasattr(runner, "score_rows")
 
 
+def _window_context(runner, prefix_ids: list[int], ids: list[int], suffix_ids: list[int], a: int,
+                    b: int) -> tuple[list[int], list[int]]:
+    """The prefix and suffix tokens window ids[a:b] is scored after: the span before it joins
+    the prefix and, when the model reads both sides, the span after it the suffix."""
+    after = suffix_ids if reads_causally(runner) else ids[b:] + suffix_ids  # a causal row never sees the span after it
+    before = prefix_ids + ids[:a]
+    budget = max(0, runner.window - (b - a) - _SPECIALS)
+    if len(before) + len(after) > budget:  # the span around the window moved into the context: keep what fits
+        before, after = trim_to_trained(before, after, budget)
+    return before, after
+
+
+def _encode_in_chunks(runner, before: list[int], after: list[int], call) -> list[torch.Tensor]:
+    """Encode a window's context into the prefix cache CONTEXT_CHUNK tokens per engine call
+    (`call`), each chunk onto the one before; the context's cached tokens, or nothing where the
+    runner keeps no exact context cache (a bidirectional family encodes with the canvas)."""
+    if not hasattr(runner, "encode_tokens"):
+        return []
+    ids = call(lambda: runner.cache_ids(before, after))
+    done = call(lambda: runner.cache.lookup(ids, count=False, full=True)[2])
+    while done < ids.numel():
+        end = min(ids.numel(), done + CONTEXT_CHUNK)
+        call(lambda end=end: runner.encode_tokens(ids[:end]))
+        done = end
+    return [ids]
+
+
 @torch.inference_mode()
-def _score_window(engine, prefix_ids: list[int], ids: list[int], suffix_ids: list[int], a: int, b: int,
+def _score_window(engine, before: list[int], after: list[int], ids: list[int], a: int, b: int,
                   stride: int) -> list[tuple[float, float, str]]:
-    """(probability of the token there, the best token's probability, the best token's text) for ids[a:b]."""
+    """(probability of the token there, the best token's probability, the best token's text) for
+    ids[a:b], after the context `before` and `after` (_window_context)."""
     runner, special = engine.runner, engine.special
     causal = reads_causally(runner)
     n = b - a
-    before = prefix_ids + ids[:a]
-    after = suffix_ids if causal else ids[b:] + suffix_ids  # a causal row never sees the span after it
-    budget = max(0, runner.window - n - _SPECIALS)
-    if len(before) + len(after) > budget:  # the span around the window moved into the context: keep what fits
-        before, after = trim_to_trained(before, after, budget)
-    cache = getattr(runner, "cache", None)
-    mark = cache.mark() if hasattr(cache, "mark") else None
     ctx = runner.encode_context(before, after, n)
     span = torch.tensor(ids[a:b], device=runner.device)
     # A window's rows and their logits are blocks of megabytes, all freed when it ends: from
@@ -93,8 +136,6 @@ def _score_window(engine, prefix_ids: list[int], ids: list[int], suffix_ids: lis
             logits = runner.score_rows([ctx], span[None], torch.tensor([n], device=runner.device))[0]  # [n, V]
         else:
             logits = _masked_logits(runner, ctx, span, min(stride, n), special.mask)
-    if mark is not None:  # a one-off context: the language server's hints filled the cache with them
-        cache.forget_since(mark)
     out = []
     banned = list(special.banned)
     for r in range(0, n, PROBS_ROWS):

@@ -130,10 +130,67 @@ def test_only_background_scoring_waits_for_the_engine_to_go_idle(engine, monkeyp
     waited = []
     real = engine._calls.call_when_idle
     monkeypatch.setattr(engine._calls, "call_when_idle",
-                        lambda fn, idle, patience: waited.append(patience) or real(fn, idle, patience))
+                        lambda fn, idle, patience, kind: waited.append((patience, kind)) or real(fn, idle, patience, kind))
     engine.score(ScoreRequest(prefix="x = ", span="1 + 2"))
     assert waited == []
     engine.score(ScoreRequest(prefix="x = ", span="1 + 2", background=True))
-    assert waited and set(waited) == {SCORE_PATIENCE_S}
+    assert waited and set(waited) == {(SCORE_PATIENCE_S, "scoring")}
     with pytest.raises(ProtocolError):
         engine.score(ScoreRequest(prefix="x = ", span="1 + 2", background="yes"))
+
+
+def test_a_windows_context_is_encoded_a_chunk_per_engine_call(causal_engine, monkeypatch):
+    """The context around a changed region (~1,000 tokens) encoded in one engine call held the
+    engine ~1.3 s on 2 cores while the keystroke that ended the rest waited: it is encoded a
+    chunk per call, each onto the one before, and the window's own call encodes nothing more."""
+    from dllm_engine import scoring
+
+    engine = causal_engine
+    request = ScoreRequest(prefix="def f(total):\n    count = 0\n" * 3, span="    return totl\n", suffix="f(1)\n")
+    whole = engine.score(request)
+    monkeypatch.setattr(scoring, "CONTEXT_CHUNK", 5)
+    encoded, scored_after = [], []
+    real_tokens, real_context = engine.runner.encode_tokens, engine.runner.encode_context
+    monkeypatch.setattr(engine.runner, "encode_tokens", lambda ids: encoded.append(ids.numel()) or real_tokens(ids))
+
+    def context(*args):
+        ctx = real_context(*args)
+        scored_after.append((ctx.length, ctx.reused))
+        return ctx
+
+    monkeypatch.setattr(engine.runner, "encode_context", context)
+    chunked = engine.score(request)
+    assert len(encoded) > 3 and all(0 < b - a <= 5 for a, b in zip(encoded, encoded[1:]))
+    assert scored_after == [(encoded[-1], encoded[-1])]  # the window's rows read a context cached whole
+    assert [t.alternative for t in chunked.tokens] == [t.alternative for t in whole.tokens]
+    assert all(math.isclose(a.prob, b.prob, rel_tol=1e-4, abs_tol=1e-9) for a, b in zip(whole.tokens, chunked.tokens))
+
+
+def test_a_request_between_a_scorings_chunks_keeps_its_context(causal_engine, monkeypatch):
+    """Requests run between the chunks; once the span is scored its contexts are forgotten,
+    the request's context (stored meanwhile) stays in the cache."""
+    from dllm_engine import scoring
+    from dllm_engine.protocol import Hole, InfillRequest
+    from dllm_engine.scoring import score_span
+
+    engine = causal_engine
+    monkeypatch.setattr(scoring, "CONTEXT_CHUNK", 4)
+    hole = Hole(prefix="def g(items):\n    return ", suffix="\n", max_tokens=2)
+    done, chunks = [], []
+    real_tokens = engine.runner.encode_tokens
+    monkeypatch.setattr(engine.runner, "encode_tokens", lambda ids: chunks.append(ids) or real_tokens(ids))
+
+    def call(fn):
+        out = engine.between_passes(fn)
+        if not done and chunks:  # a chunk is cached: a keystroke's request comes
+            done.append(engine.infill(InfillRequest(holes=[hole])))
+        return out
+
+    before = len(engine.runner.cache)
+    span = "1, 2, 3, 4, 5"
+    result = score_span(engine, ScoreRequest(prefix="x = [\n" * 4, span=span, suffix="]\n"), call=call)
+    assert done and len(chunks) > 2 and len(result.tokens) == len(engine.tokenizer.encode(span))
+    prefix_ids, suffix_ids, *_ = engine._tokenize(hole)
+    ids = engine.runner.cache_ids(prefix_ids, suffix_ids)
+    assert engine.runner.cache.lookup(ids, count=False, full=True)[2] == ids.numel()
+    assert len(engine.runner.cache) <= before + 1

@@ -177,7 +177,7 @@ class RegionPass:
             self.stream += committed
             return answer
 
-        return self.engine.between_passes(forward)
+        return self.engine.between_passes(forward, "next edit")
 
     def extend(self, tokens: list[int]) -> None:
         """Known tokens join the stream; their K/V are computed by the next forward that needs them."""

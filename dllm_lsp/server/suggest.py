@@ -26,6 +26,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+def typing_key(kind: str) -> str:
+    """The scheduler's key for a completion of `kind` ("inline", "completion"): one for every
+    document, since the user types in one place. A request supersedes the one pending for any
+    document: in the keystroke replay a function's last request, still running when the typist
+    went on to the next file, met that file's first request, whose new context was encoded
+    between its passes (0.9 s on 2 cores), for an answer nobody would see."""
+    return kind
+
+
 async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: str,
                   invoked: bool = False) -> "tuple[Suggestion, LineIndex] | None":
     """A suggestion at `position` and the line index of the snapshot it refers to, or None (reason logged).
@@ -50,7 +59,7 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
         log.warning("%s request at an invalid position in %s: %s", kind, uri, exc)
         return None
 
-    key = f"{kind}:{uri}"
+    key = typing_key(kind)
     text = doc.text
     if not invoked and await ls.prefetch.join(uri, text, offset):  # Enter came before the prefetch finished
         doc = ls.documents.get(uri)
@@ -96,7 +105,8 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
         ls.scheduler.engine_answers.append({
             "kind": plan.ctx.kind, "ms": (time.perf_counter() - arrived) * 1000,
             "engineMs": result.elapsed_ms, "queuedMs": result.queued_ms, "passes": result.passes,
-            "queuedFor": result.queued_for,  # what held the engine meanwhile (passes, encoding, scoring...)
+            # What the engine did while the request waited, and while it ran (passes, encoding, scoring...).
+            "queuedFor": result.queued_for, "activeFor": result.active_for,
             "contextTokens": result.context_tokens, "cachedTokens": result.cached_tokens,
             # The hole's windows in characters (never its text): where a cache miss came from.
             "prefixChars": len(plan.hole.prefix), "suffixChars": len(plan.hole.suffix), "offset": offset,

@@ -398,7 +398,7 @@ class Engine:
         while True:
             with self._cond:
                 while not self._stopping and self.idle() and not self._calls.pending():
-                    self._heap.maybe_trim(self._work_done())  # a burst's freed heap back to the OS
+                    self._trim_heap()  # a burst's freed heap back to the OS
                     self._cond.wait(timeout=1.0)
                 if self._stopping:
                     break
@@ -406,12 +406,13 @@ class Engine:
             self._calls.run_pending()
             try:
                 self._drop_cancelled()
-                with self._activity.span("encoding"):
+                batch = any(state.request.priority == "batch" for state, _ in admissions)
+                with self._activity.span("batch encoding" if batch else "encoding"):
                     self._admit_all(admissions)
                 if self.scheduler.active:
                     with self._activity.span("passes"):
                         self._step()
-                    self._heap.maybe_trim(self._work_done())  # and every few seconds while busy
+                    self._trim_heap()  # and every few seconds while busy
             except Exception as exc:  # never let one bad pass kill the resident engine
                 log.exception("engine pass failed")
                 for active in list(self.scheduler.active):
@@ -419,6 +420,11 @@ class Engine:
         self._calls.close(RuntimeError("engine is shut down"))
         for state in self.scheduler.waiting_states() + [a.state for a in self.scheduler.active]:
             self._fail(state, RuntimeError("engine shut down"))
+
+    def _trim_heap(self) -> None:
+        start = time.monotonic()
+        if self._heap.maybe_trim(self._work_done()):
+            self._activity.record("heap trim", start, time.monotonic())
 
     def _work_done(self) -> int:
         """Passes and calls served (next edit's forwards, scoring) so far: what the heap trimmer
@@ -1052,6 +1058,7 @@ class Engine:
             elapsed_ms=(now - state.submitted) * 1000,
             queued_ms=((state.started or now) - state.submitted) * 1000,
             queued_for=state.queued_for,
+            active_for=self._activity.overlap(state.started or now, now),
             context_tokens=state.context_tokens,
             cached_tokens=state.cached_tokens,
         )

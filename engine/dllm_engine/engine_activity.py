@@ -26,21 +26,28 @@ class ActivityLog:
 
     def __init__(self, keep: int = KEEP_SPANS) -> None:
         self._spans: deque[tuple[str, float, float]] = deque(maxlen=keep)
+        self._open: list[tuple[str, float]] = []  # spans begun and not ended (a request ends inside a pass)
 
     def record(self, kind: str, start: float, end: float) -> None:
         self._spans.append((kind, start, end))
 
     @contextmanager
     def span(self, kind: str) -> Iterator[None]:
-        start = time.monotonic()
+        self._open.append((kind, time.monotonic()))
         try:
             yield
         finally:
+            kind, start = self._open.pop()
             self.record(kind, start, time.monotonic())
 
     def overlap(self, since: float, until: float) -> dict[str, float]:
-        """Milliseconds of each kind of work between `since` and `until` (time.monotonic)."""
+        """Milliseconds of each kind of work between `since` and `until` (time.monotonic), the
+        work under way at `until` included (the innermost span only: spans may nest)."""
         out: dict[str, float] = {}
+        if self._open:
+            kind, start = self._open[-1]
+            if until > max(start, since):
+                out[kind] = (until - max(start, since)) * 1000
         for kind, start, end in reversed(self._spans):
             if end <= since:
                 break  # spans are recorded in order of their ends

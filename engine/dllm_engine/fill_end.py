@@ -32,7 +32,8 @@ from .protocol import Hole, HoleResult
 log = logging.getLogger("dllm_engine")
 
 # The first line breaks of a fill that are tried as its end (then the whole fill): the scoring
-# pass reads every cut, so its rows grow with the square of the lines tried. On HumanEval
+# pass reads the fill's rows once (the cuts share them, candidate_scoring.token_tree) and each
+# cut's own last tokens and the suffix's first tokens after it. On HumanEval
 # multi-line `tasks[::100]` the cut kept was the fill's 1st-7th line break, the whole fill never.
 MAX_CUTS = 8
 

@@ -255,10 +255,14 @@ class InfillResult:
     queued_ms: float = 0.0
     # What held the engine while the request waited, ms per kind: "passes" (requests running,
     # their ends chosen and best of N's scored included),
-    # "encoding" (contexts of requests admitted before it, superseded ones too), "scoring"
+    # "encoding" (contexts of requests admitted before it, superseded ones too; "batch encoding"
+    # for batch requests': a prefetch's, a refactor's), "scoring"
     # (hints), "prepare" (a
-    # cursor's context), "next edit", "calls" (other work from other threads).
+    # cursor's context), "next edit", "calls" (other work from other threads), "heap trim".
     queued_for: dict[str, float] = field(default_factory=dict)
+    # The same from admission to the answer: its own passes (batched with others') and whatever
+    # ran between them; what neither covers was the loop's own bookkeeping.
+    active_for: dict[str, float] = field(default_factory=dict)
     context_tokens: int = 0  # context tokens over all holes
     cached_tokens: int = 0  # of which were served by the context cache
 

@@ -228,6 +228,33 @@ class ModelRunner:
         return logits
 
     @torch.inference_mode()
+    def score_tree(self, ctx: EncodedContext, tokens: list[int], parents: list[int]) -> torch.Tensor:
+        """Logits [N + 1, V] over a tree of N tokens after one context: row 0 reads the context's
+        held-out last token, row i + 1 reads tokens[i], whose parent is tokens[parents[i]] (-1:
+        row 0); a row's logits predict its children. Each row sees the context, its ancestors
+        and itself, at the position its depth gives: every root-to-leaf path reads as its own
+        causal chain (score_rows), but texts that start alike (the cuts of one fill) share the
+        rows of their common start, and the context is stacked once, not once a text."""
+        n = len(tokens)
+        sees = torch.eye(n + 1, dtype=torch.bool)
+        sees[:, 0] = True
+        depth = [0] * (n + 1)
+        for i, parent in enumerate(parents, start=1):
+            if not -1 <= parent < i - 1:
+                raise ValueError(f"node {i - 1}'s parent {parent} does not come before it")
+            sees[i] |= sees[parent + 1]
+            depth[i] = depth[parent + 1] + 1
+        batch = self._stack_contexts([ctx], n + 1)
+        t_max = batch.t_max
+        ids = torch.tensor([[ctx.last_id, *tokens]], dtype=torch.long, device=self.device)
+        positions = ctx.length + torch.tensor([depth], device=self.device)
+        ctx_ok = (torch.arange(t_max, device=self.device) < ctx.length)[None].expand(n + 1, -1)
+        mask = torch.cat((ctx_ok, sees.to(self.device)), dim=-1)[None, None]
+        logits, _ = self.model(ids, positions, mask=mask, past=[(k, v, t_max) for k, v in batch.kv])
+        self._release(self._batches.pop((ctx.serial,), None))  # a one-off batch
+        return logits[0]
+
+    @torch.inference_mode()
     def encode_tokens(self, ids: torch.Tensor) -> EncodedContext:
         """Context tokens as they will be cached (`cache_ids`), encoded onto the longest cached
         start (prepare.py); the cache's hit statistics count requests only."""

@@ -52,6 +52,30 @@ def test_fill_scores_are_the_models_own_left_to_right_reading(engine):
     assert len(set(round(s, 3) for s in first)) == len(fills)  # the fills are told apart
 
 
+def test_the_cuts_of_one_fill_share_their_rows_and_score_as_their_own_chains(engine):
+    """A fill's cuts (fill_end.py) all start with the fill: scored as a tree, each is still the
+    model's own left-to-right reading of it, and the rows are far fewer than one chain a cut."""
+    from dllm_engine.candidate_scoring import token_tree
+    from dllm_engine.fill_end import line_cuts
+
+    cuts = line_cuts("if item:\n            total += 1\n        total -= 1\n        print(total)", with_break=False)
+    assert len(cuts) == 4
+    scores = engine.between_passes(lambda: score_fills(engine, PREFIX, SUFFIX, cuts, 12))
+    assert scores == pytest.approx([full_forward_score(engine, PREFIX, c, SUFFIX) for c in cuts], abs=1e-3)
+    rows = [engine.tokenizer.encode(PREFIX[PREFIX.rfind("\n"):] + c + SUFFIX) for c in cuts]
+    tokens, _, _ = token_tree(rows)
+    shared = next(i for i in range(min(map(len, rows))) if len({r[i] for r in rows}) > 1)  # the common start
+    assert shared >= 3 and len(tokens) <= sum(len(r) for r in rows) - (len(rows) - 1) * shared
+
+
+def test_token_tree_merges_rows_where_they_start_alike():
+    from dllm_engine.candidate_scoring import token_tree
+
+    tokens, parents, paths = token_tree([[1, 2, 3], [1, 2, 4], [1, 5], [], [1, 2, 3]])
+    assert tokens == [1, 2, 3, 4, 5] and parents == [-1, 0, 1, 1, 0]
+    assert paths == [[0, 1, 2], [0, 1, 3], [0, 4], [], [0, 1, 2]]
+
+
 def test_scoring_reads_the_fills_own_context_from_the_cache(engine):
     """The score's context is the hole's own, cut at the prefix's last line: after the fill, its
     cached entry serves all of it, so scoring encodes nothing anew (a suffix never seen does)."""

@@ -22,6 +22,17 @@ def test_overlap_sums_each_kind_within_the_wait_only():
     assert log.overlap(5.0, 6.0) == {}
 
 
+def test_the_work_under_way_counts_up_to_now():
+    log = ActivityLog()
+    log.record("encoding", 0.0, 1.0)
+    with log.span("passes"):
+        import time as clock
+
+        now = clock.monotonic()
+        got = log.overlap(now - 0.5, now + 0.25)
+    assert set(got) == {"passes"} and 240 <= got["passes"] <= 260
+
+
 def test_old_spans_are_let_go():
     log = ActivityLog(keep=3)
     for i in range(10):
@@ -54,3 +65,5 @@ def test_a_request_behind_background_work_says_it_waited_for_it(engine):
     assert InfillResult.from_dict(result.to_dict()).queued_for == result.queued_for  # as the daemon sends it
     alone = engine.infill(InfillRequest(holes=[Hole(prefix="def g(x):\n    return ", suffix="\n", max_tokens=2)]))
     assert "scoring" not in alone.queued_for
+    # While it ran: its own passes (the last one, still under way when it is answered, too).
+    assert alone.active_for.get("passes", 0) > 0 and sum(alone.active_for.values()) <= alone.elapsed_ms

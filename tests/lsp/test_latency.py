@@ -39,6 +39,25 @@ async def test_newer_request_supersedes_and_cancels_in_engine(client, fake):
     assert stats["scheduler"]["superseded_in_engine"] == 1
 
 
+async def test_a_request_in_another_document_supersedes_the_pending_one(client, fake):
+    """The user types in one place: a keystroke in the next file makes the last one's request
+    moot (kept, it met the new place's first request in the engine, whose context encoding ran
+    between its passes)."""
+    fake.fim.rules = [("return ", "a + b")]
+    fake.fim.delay_s = 5.0
+    await start(client, fake.url)
+    other = URI.replace(".py", "_other.py")
+    open_doc(client, URI, TEXT)
+    open_doc(client, other, TEXT)
+    first = asyncio.ensure_future(inline(client, URI, 1, 11))
+    await wait_for(lambda: len(fake.fim.seen) == 1, what="the first request to reach the engine")
+    fake.fim.delay_s = 0.0
+    second = await inline(client, other, 1, 11)
+    assert [i.insert_text for i in second.items] == ["a + b"]
+    assert not (await first).items  # superseded: answered, empty
+    await wait_for(lambda: fake.fim.seen[0].outcome == "disconnected", what="the engine to see the cancel")
+
+
 async def test_cancel_request_stops_engine_work_and_answers_once(client, fake):
     fake.fim.delay_s = 5.0
     await start(client, fake.url)

@@ -22,6 +22,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams
 
 from ..scheduler import RequestScheduler
+from ..suggest import typing_key
 from .filters import Replacement, apply, confident, drop_reason, signature
 from .pipeline import replacements_of
 from .history import EditHistory
@@ -102,7 +103,7 @@ class NextEdits:
 
         loop = asyncio.get_running_loop()
         until = loop.time() + WAIT_FOR_COMPLETION_S
-        while (self.ls.scheduler.busy(f"inline:{uri}") or self.ls.scheduler.busy(f"completion:{uri}")) \
+        while (self.ls.scheduler.busy(typing_key("inline")) or self.ls.scheduler.busy(typing_key("completion"))) \
                 and loop.time() < until:
             await asyncio.sleep(0.02)  # the cursor's own request goes to the engine first
         doc = self._current(uri, version)

@@ -15,8 +15,9 @@ for the document with the completion accepted); ours also presses Enter, since a
 suggestion ends at its line end and the next request comes at the next line.
 
 The prefetch never delays a keystroke: it goes to the engine at batch priority, one per
-document, and any request that needs the engine cancels every prefetch first (the user moved
-on). A prefetch whose fill shaping drops leaves an empty entry: the request there answers
+document, which the engine admits only while no keystroke's request runs (its context's
+encoding is one forward nothing interrupts), and any request that needs the engine cancels
+every prefetch first (the user moved on). A prefetch whose fill shaping drops leaves an empty entry: the request there answers
 "nothing" at once rather than filling the same hole again. A wrong
 guess (the user typed something else) costs one fill no request reads: the cache matches on
 the exact text. Off for an OpenAI endpoint (each fill is a billed request).

@@ -15,7 +15,8 @@ is in the engine's cache from the fill itself, so a score costs one pass of rows
 encoding. The candidates' rows form a tree (`token_tree`, `Runner.score_tree`): texts that
 start alike share the rows of their common start, each read as its own causal chain. The cuts
 of one fill (fill_end.py) all start with the fill, so 9 cuts of a 32-token fill are ~180 rows
-instead of ~450, and the context is stacked once instead of once a cut. Until the thirtieth session the score read plain text in reading order (the prefix
+instead of ~450, and the context is stacked once instead of once a cut.
+Until the thirtieth session the score read plain text in reading order (the prefix
 alone, then the rows): the suffix out of view, so its first tokens could not be copied from
 it, but a second encoding of the whole prefix, which a fill at a new place pays in full
 (~1,000 tokens: 1.4 s on an AMD EPYC). Measured against that on HumanEval single-line

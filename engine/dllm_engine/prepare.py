@@ -94,18 +94,30 @@ def prepare_context(engine: "Engine", request: PrepareRequest, cancel: threading
         return result(0, 0, 0, False)
     ids = engine.between_passes(lambda: context_ids(engine, request), "prepare")
     total = ids.numel()
-    cached = engine.between_passes(lambda: runner.cache.lookup(ids, count=False, full=True)[2], "prepare")
-    done = cached
-    while done < total:
-        if cancel is not None and cancel.is_set():
-            break
-        end = min(total, done + chunk)
-        if not engine.between_passes(lambda end=end: _encode_unless_busy(engine, ids[:end]), "prepare"):
-            break
-        done = end
+    cached, done = encode_in_chunks(runner, ids, lambda fn: engine.between_passes(fn, "prepare"), chunk,
+                                    encode=lambda head: _encode_unless_busy(engine, head), cancel=cancel)
     if done > cached:
         engine.metrics.context_encoded(done - cached)
     return result(total, cached, done - cached, done == total)
+
+
+def encode_in_chunks(runner, ids, call, chunk: int, encode=None,
+                     cancel: threading.Event | None = None) -> tuple[int, int]:
+    """(tokens cached before, tokens cached now) of context `ids`, encoded onto its longest
+    cached start `chunk` tokens per `call(fn)` (each on the engine thread), each chunk appending
+    to the entry the one before made. `encode(head)` encodes ids[:end] and says whether it did
+    (default: always); it stops there when it did not, or when `cancel` is set."""
+    encode = encode or (lambda head: runner.encode_tokens(head) is not None)
+    cached = call(lambda: runner.cache.lookup(ids, count=False, full=True)[2])
+    done = cached
+    while done < ids.numel():
+        if cancel is not None and cancel.is_set():
+            break
+        end = min(ids.numel(), done + chunk)
+        if not call(lambda end=end: encode(ids[:end])):
+            break
+        done = end
+    return cached, done
 
 
 def context_ids(engine: "Engine", request: PrepareRequest):

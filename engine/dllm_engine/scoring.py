@@ -42,7 +42,7 @@ from typing import Callable, TypeVar
 import torch
 
 from . import mmap_threshold
-from .prepare import PREPARE_CHUNK
+from .prepare import PREPARE_CHUNK, encode_in_chunks
 from .protocol import ScoreRequest, ScoreResult, TokenScore
 from .runner import trim_to_trained
 
@@ -111,11 +111,7 @@ def _encode_in_chunks(runner, before: list[int], after: list[int], call) -> list
     if not hasattr(runner, "encode_tokens"):
         return []
     ids = call(lambda: runner.cache_ids(before, after))
-    done = call(lambda: runner.cache.lookup(ids, count=False, full=True)[2])
-    while done < ids.numel():
-        end = min(ids.numel(), done + CONTEXT_CHUNK)
-        call(lambda end=end: runner.encode_tokens(ids[:end]))
-        done = end
+    encode_in_chunks(runner, ids, call, CONTEXT_CHUNK)
     return [ids]
 
 

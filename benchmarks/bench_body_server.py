@@ -75,7 +75,8 @@ def main() -> int:
     floors = [(float(f), c) for f in args.floors.split(",") for c in ends]  # an arm: (gate floor, choose_end)
     settings = {}
     for floor, c in floors:
-        options, errors = parse_options({"multilineMinTokenProb": floor})
+        # nearTokens 0: the whole window, cached (no near reading of a new place: near_context.py)
+        options, errors = parse_options({"multilineMinTokenProb": floor, "context": {"nearTokens": 0}})
         assert not errors, errors
         settings[floor, c] = options
     stats = {f: {"ms": [], "passes": 0, "shown": 0, "cut": 0, "hidden": 0, "right": 0, "lines": 0, "parse": 0,

@@ -79,6 +79,7 @@ def main() -> int:
     from dllm_lsp.server.options import ServerOptions
 
     store, options = DocumentStore(), ServerOptions()
+    options.context.near_tokens = 0  # the whole window, cached (no near reading: near_context.py)
     engine = Engine(EngineConfig(threads=args.threads))
     rows = []
     for n, (uri, text, offset, _) in enumerate(js_bodies(args.bodies, args.seed)):

@@ -30,6 +30,7 @@ prefix window's start, which the default three, mostly docstrings, never do).
     python benchmarks/bench_lsp.py --skip-startup --threads all --rest 1 --prepare off,on   # the context prepared at rest
     python benchmarks/bench_lsp.py --skip-startup --threads all --multiline-min-prob 0,0.15   # the multi-line gate
     python benchmarks/bench_lsp.py --skip-startup --threads all --diagnostics off,on   # hints' scoring beside typing
+    python benchmarks/bench_lsp.py --skip-startup --threads all --near-tokens 0,384   # a new place read near first
 """
 
 from __future__ import annotations
@@ -301,6 +302,9 @@ async def main() -> None:
                     help="comma list of off, on: the diagnostics setting (suspicious-token hints, scored on the "
                          "engine thread while the typist rests), each replayed per model and every setting above; "
                          "default: the server's only")
+    ap.add_argument("--near-tokens", default=None,
+                    help="comma list of the context.nearTokens setting (0: every context read whole), each "
+                         "replayed per model and every setting above; default: the server's only")
     ap.add_argument("--functions", default=None,
                     help="comma list of module:qualified.name to type instead of the default three "
                          "(e.g. argparse:HelpFormatter._format_usage: code typed deep in a large module)")
@@ -330,9 +334,11 @@ async def main() -> None:
     block_gates = args.multiline_min_prob.split(",") if args.multiline_min_prob else [None]
     starts = args.start.split(",")
     hints = args.diagnostics.split(",") if args.diagnostics else [None]
+    nears = args.near_tokens.split(",") if args.near_tokens else [None]
     for model in args.models.split(","):
-        for policy, threads, prefetch, cap, empty_body, prepare, gate, block_gate, start_at, hint in itertools.product(
-                policies, thread_counts, prefetches, caps, empty_bodies, prepares, gates, block_gates, starts, hints):
+        for policy, threads, prefetch, cap, empty_body, prepare, gate, block_gate, start_at, hint, near in itertools.product(
+                policies, thread_counts, prefetches, caps, empty_bodies, prepares, gates, block_gates, starts, hints,
+                nears):
             settings = {"engine": {"model": model}}
             if args.max_passes:
                 settings["diffusion"] = {"maxPasses": args.max_passes}
@@ -350,6 +356,8 @@ async def main() -> None:
                 settings["multilineMinTokenProb"] = float(block_gate)
             if hint:
                 settings["diagnostics"] = hint == "on"
+            if near:
+                settings["context"] = {"nearTokens": int(near)}
             name = model + (f", multiline {policy}" if policy else "") + (f", threads {threads}" if threads else "")
             name += f", prefetch {prefetch}" if prefetch else ""
             name += f", max lines {cap}" if cap else ""
@@ -359,6 +367,7 @@ async def main() -> None:
             name += f", multilineMinTokenProb {block_gate}" if block_gate else ""
             name += f", typed from the {start_at}" if len(starts) > 1 or start_at != "body" else ""
             name += f", diagnostics {hint}" if hint else ""
+            name += f", nearTokens {near}" if near else ""
             name += f" ({sum(k.startswith(name) for k in typing) + 1})" if name in typing else ""  # a repeat
             typing[name] = await replay(args.chars, args.interval_ms / 1000, args.pause_ms / 1000,
                                         args.pause_after, settings, server_env(threads), args.auto_indent,

@@ -64,6 +64,7 @@ def main() -> int:
     arms = {"grid": on_grid, "exact budget": lambda offset, step: offset}
     engine = Engine(EngineConfig(model="default", threads=args.threads))
     options = ServerOptions()
+    options.context.near_tokens = 0  # each arm reads its whole window: the window is what is measured
     stats = {arm: {"exact": 0, "shown": 0, "prefix": [], "asked": 0} for arm in arms}
     paired = {"grid won": 0, "grid lost": 0}  # holes one arm matched and the other did not
     holes = line_holes(args.holes, args.seed)
@@ -82,7 +83,7 @@ def main() -> int:
                 s = stats[arm]
                 s["asked"] += 1
                 s["prefix"].append(len(plan.ctx.prefix))
-                engine.runner.cache.clear()  # each arm encodes its own context
+                engine.drop_caches()  # each arm encodes its own context
                 result = engine.infill(request_for([plan.hole], options))
                 suggestion = shape(plan, result.holes[0].text)
                 hit[arm] = suggestion is not None and suggestion.text.split("\n")[0].strip() == real

@@ -104,6 +104,8 @@ def plan_completion(doc: Document, offset: int, options: ServerOptions, open_doc
         # of its own; benchmarks/RESULTS.md, thirtieth session). An invoked fill reads its
         # candidates that way anyway: its ends join them.
         hole = dataclasses.replace(hole, choose_end=False)
+        if options.context.near_tokens:  # the first answers at a new place read its nearest tokens
+            hole = dataclasses.replace(hole, near_tokens=options.context.near_tokens)
     return Plan(doc.uri, doc.version, doc.text, offset, ctx, doc.syntax_language, tree, hole)
 
 

@@ -37,6 +37,11 @@ class ContextOptions:
     prefix_tokens: int = 768
     suffix_tokens: int = 256
     snippet_tokens: int = 256
+    # Typed completions at a place whose context the engine has not cached read only the
+    # nearest this many tokens of it while the whole is encoded behind them (Hole.near_tokens;
+    # 0: always the whole). 384: on 184 held-out lines of this repository, each at a new
+    # place, ... (benchmarks/RESULTS.md, thirty-second session).
+    near_tokens: int = 384
 
 
 @dataclass
@@ -136,6 +141,7 @@ _RANGES: dict[str, tuple[typing.Callable[[Any], bool], str]] = {
     "context.prefixTokens": (lambda v: 16 <= v <= 16384, "between 16 and 16384"),
     "context.suffixTokens": (lambda v: 0 <= v <= 16384, "between 0 and 16384"),
     "context.snippetTokens": (lambda v: 0 <= v <= 16384, "between 0 and 16384"),
+    "context.nearTokens": (lambda v: v == 0 or 64 <= v <= 16384, "0 (off) or between 64 and 16384"),
     "multilineMaxLines": (lambda v: 1 <= v <= 200, "between 1 and 200"),
     "lineMinTokenProb": (lambda v: 0.0 <= v < 1.0, "in [0, 1)"),
     "multilineMinTokenProb": (lambda v: 0.0 <= v < 1.0, "in [0, 1)"),

@@ -108,6 +108,7 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
             # What the engine did while the request waited, and while it ran (passes, encoding, scoring...).
             "queuedFor": result.queued_for, "activeFor": result.active_for,
             "contextTokens": result.context_tokens, "cachedTokens": result.cached_tokens,
+            "near": bool(result.near_holes),  # read from the near part of a new place's context
             # The hole's windows in characters (never its text): where a cache miss came from.
             "prefixChars": len(plan.hole.prefix), "suffixChars": len(plan.hole.suffix), "offset": offset,
             "unsure": result.holes[0].finish_reason == "unsure"})

@@ -43,6 +43,7 @@ from .cpu_features import native_bf16
 from .healing import TokenHealer, heal, unheal
 from .heap_trim import HeapTrimmer
 from .metrics import EngineMetrics
+from .near_context import CatchUp, near_ids
 from .row_buckets import bucket_linears
 from .protocol import (
     MASK_GLYPH,
@@ -281,6 +282,8 @@ class Engine:
         self._start_bans: StartBans | None = None  # Hole.banned_starts' token masks, built on first use
         self.metrics = EngineMetrics()
         self._heap = HeapTrimmer()
+        # The whole context of a place first answered from its near part (Hole.near_tokens).
+        self._catch_up = CatchUp(self.runner)
 
     def _weights_for(self, loaded: LoadedModel) -> str:
         """The weights this engine runs: as configured, or under "auto" the model's own CPU
@@ -316,6 +319,7 @@ class Engine:
             if self._stopping:
                 raise RuntimeError("engine is shut down")
             self.scheduler.add(state)  # may raise EngineBusy
+            self._catch_up.heard()
             self._cond.notify()
         return RequestHandle(request.request_id, state.future, state, self)
 
@@ -377,6 +381,7 @@ class Engine:
             if self.runner.cache is not self.runner:  # family runners keep nothing past the batch
                 self.runner.cache.clear()
             self.runner.forget_batch()
+            self._catch_up.forget()  # nor encode one behind the caller's back
 
         self._calls.call(drop)
 
@@ -397,14 +402,18 @@ class Engine:
         torch.set_grad_enabled(False)
         while True:
             with self._cond:
-                while not self._stopping and self.idle() and not self._calls.pending():
+                while (not self._stopping and self.idle() and not self._calls.pending()
+                       and not self._catch_up.due()):
                     self._trim_heap()  # a burst's freed heap back to the OS
-                    self._cond.wait(timeout=1.0)
+                    self._cond.wait(timeout=self._catch_up.wait_s(1.0))
                 if self._stopping:
                     break
                 admissions = self.scheduler.next_admissions()
             self._calls.run_pending()
             try:
+                if not admissions and self.idle() and self._catch_up.due():
+                    self._catch_up_step()
+                    continue
                 self._drop_cancelled()
                 batch = any(state.request.priority == "batch" for state, _ in admissions)
                 with self._activity.span("batch encoding" if batch else "encoding"):
@@ -451,10 +460,15 @@ class Engine:
                 self._fail_admission(state, index, exc)
         if not prepared:
             return
+        prepared = [self._near(p) for p in prepared]
         for (state, index, _, _, typed, healed, first_allowed), ctx in zip(prepared, self._encode_all(prepared)):
             if isinstance(ctx, Exception):
                 self._fail_admission(state, index, ctx)
-            elif not state.future.done():
+                continue
+            # Counted here, not on activation: a request superseded while its context was encoded
+            # (a new place's first keystrokes) still had it encoded, and its K/V are kept.
+            self.metrics.context_encoded(ctx.length - ctx.reused)
+            if not state.future.done():
                 try:
                     self._activate(state, index, ctx, typed, healed, first_allowed)
                 except Exception as exc:
@@ -467,6 +481,34 @@ class Engine:
         if self.healer is not None:  # after typed blanks only a line break is healed (a new line's indentation)
             prefix_ids, healed, first_allowed = self.healer.back_up(prefix_ids, self.tokenizer.decode, words=not typed)
         return prefix_ids, self.tokenizer.encode(hole.suffix), typed, healed, first_allowed
+
+    def _near(self, prepared: tuple) -> tuple:
+        """A prepared hole with the near part of its context in place of the whole, where it asks
+        for that (Hole.near_tokens) and the near part is the less to encode; the whole is then
+        encoded while the engine is idle (near_context.py)."""
+        state, index, prefix_ids, suffix_ids, *rest = prepared
+        hole = state.request.holes[index]
+        # Best of N and a multi-line fill's chosen end read the fill again against the whole
+        # context, which would then be encoded before the answer anyway.
+        if (hole.near_tokens is None or state.request.priority != "interactive" or state.candidates > 1
+                or (self.scores_candidates and hole.choose_end and "\n" not in hole.stop)):
+            return prepared
+        try:
+            near_prefix, near_suffix, whole = near_ids(self.runner, prefix_ids, suffix_ids, hole.near_tokens)
+        except ProtocolError:  # a context too long for the model: its encoding says so, to this request alone
+            return prepared
+        if whole is None:
+            return prepared
+        state.near_holes += 1
+        self._catch_up.want(whole)
+        return (state, index, near_prefix, near_suffix, *rest)
+
+    def _catch_up_step(self) -> None:
+        """One chunk of the near-read place's whole context, the engine idle (near_context.py)."""
+        with self._activity.span("catch-up"):
+            encoded = self._catch_up.step()
+        if encoded:
+            self.metrics.context_encoded(encoded)
 
     def _encode_all(self, prepared: list) -> list:
         """One context (or the exception it raised) per prepared hole."""
@@ -502,7 +544,6 @@ class Engine:
         hole = state.request.holes[index]
         state.context_tokens += ctx.length
         state.cached_tokens += ctx.reused
-        self.metrics.context_encoded(ctx.length - ctx.reused)
         length = hole.bucket or self._bucket_for(hole.max_tokens)
         length = min(length, hole.max_tokens)
         params = state.request.params
@@ -1061,6 +1102,7 @@ class Engine:
             active_for=self._activity.overlap(state.started or now, now),
             context_tokens=state.context_tokens,
             cached_tokens=state.cached_tokens,
+            near_holes=state.near_holes,
         )
         self.metrics.request_done(result)
         state.future.set_result(result)

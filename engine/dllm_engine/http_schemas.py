@@ -80,6 +80,7 @@ class HoleBody(_Body):
     max_lines: int | None = Field(Hole.max_lines, ge=1, le=1024)
     banned_starts: list[BannedStart] = Field(default_factory=list, max_length=32)
     min_token_prob: float | None = Field(Hole.min_token_prob, gt=0.0, lt=1.0)
+    near_tokens: int | None = Field(Hole.near_tokens, ge=64, le=65536)
 
     def build(self) -> Hole:
         return Hole(**self.model_dump())

@@ -137,6 +137,13 @@ class Hole:
     # middle writes on past it. A stream sends such a fill's first line as it settles, the rest
     # once the end is chosen.
     choose_end: bool = True
+    # At a place whose context is not cached, the fill reads only the nearest this many tokens
+    # of it (the suffix's start, at most a quarter, and the prefix's end) while the engine
+    # encodes the whole context behind it (near_context.py); None: always the whole. For
+    # answers where waiting costs more than the far context adds (the editor's typed ghost
+    # text); ignored where the fill is read again against its context (best of N, a
+    # multi-line fill's chosen end).
+    near_tokens: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("stop", "banned_starts"):
@@ -168,6 +175,8 @@ class Hole:
         if self.min_token_prob is not None and (not _is_number(self.min_token_prob)
                                                 or not (0.0 < self.min_token_prob < 1.0)):
             raise ProtocolError(f"min_token_prob must be a number in (0, 1), got {self.min_token_prob!r:.40}")
+        if self.near_tokens is not None and (not _is_int(self.near_tokens) or not (64 <= self.near_tokens <= 65536)):
+            raise ProtocolError(f"near_tokens must be an integer in [64, 65536], got {self.near_tokens!r:.40}")
 
 
 def validate_scheduling(priority: object, deadline_s: object) -> None:
@@ -257,12 +266,14 @@ class InfillResult:
     # their ends chosen and best of N's scored included),
     # "encoding" (contexts of requests admitted before it, superseded ones too; "batch encoding"
     # for batch requests': a prefetch's, a refactor's), "scoring"
-    # (hints), "prepare" (a
-    # cursor's context), "next edit", "calls" (other work from other threads), "heap trim".
+    # (hints), "prepare" (a cursor's context), "catch-up" (a near-read place's whole context,
+    # near_context.py), "next edit", "calls" (other work from other threads), "heap trim".
     queued_for: dict[str, float] = field(default_factory=dict)
     # The same from admission to the answer: its own passes (batched with others') and whatever
     # ran between them; what neither covers was the loop's own bookkeeping.
     active_for: dict[str, float] = field(default_factory=dict)
+    # Holes filled from the near part of their context (Hole.near_tokens), its whole not cached yet.
+    near_holes: int = 0
     context_tokens: int = 0  # context tokens over all holes
     cached_tokens: int = 0  # of which were served by the context cache
 

@@ -41,6 +41,7 @@ class RequestState:
     pending_holes: list[int] = field(default_factory=list)  # not yet admitted
     context_tokens: int = 0
     cached_tokens: int = 0
+    near_holes: int = 0  # holes filled from the near part of their context (near_context.py)
     candidates: int = 1  # best of N: `request` holds each of `holes` n times (candidates.py)
     holes: list | None = None  # the caller's holes (None: request.holes)
 

@@ -57,7 +57,7 @@ export function initializationOptions(get: SettingGetter): InitializationOptions
     multilineMinTokenProb: get("multilineMinTokenProb"),
     completion: get("completion"),
     diagnostics: get("diagnostics"),
-    context: pick(get, "context", ["prefixTokens", "suffixTokens", "snippetTokens"]),
+    context: pick(get, "context", ["prefixTokens", "suffixTokens", "snippetTokens", "nearTokens"]),
     languages: get("languages"),
     diffusion: pick(get, "diffusion", ["threshold", "temperature", "confidence", "seed", "maxPasses", "invokedCandidates"]),
     fillMarker: get("fillMarker"),

@@ -498,6 +498,9 @@ class Engine:
         except ProtocolError:  # a context too long for the model: its encoding says so, to this request alone
             return prepared
         if whole is None:
+            # Read whole: at this place the catch-up is done or no cheaper, and a pending one is
+            # another place's, which the user has left (its chunks would only hold keystrokes up).
+            self._catch_up.forget()
             return prepared
         state.near_holes += 1
         self._catch_up.want(whole)

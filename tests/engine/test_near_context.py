@@ -156,3 +156,17 @@ def test_dropping_the_caches_forgets_a_pending_catch_up(engine):
         assert not engine._catch_up.pending()
     finally:
         engine._catch_up._quiet_s = QUIET_S
+
+
+def test_a_place_read_whole_forgets_the_catch_up_of_a_place_left(engine):
+    engine.drop_caches()
+    engine._catch_up._quiet_s = 60.0  # keep it pending: no pause long enough
+    try:
+        assert engine.infill(InfillRequest(holes=[hole()])).near_holes == 1
+        assert engine._catch_up.pending()
+        # The user goes on in a short file: its whole context is no more than the near part.
+        short = Hole(prefix="def f(x):\n    return ", suffix="\n", max_tokens=8, stop=("\n",), near_tokens=NEAR)
+        assert engine.infill(InfillRequest(holes=[short])).near_holes == 0
+        assert not engine._catch_up.pending()
+    finally:
+        engine._catch_up._quiet_s = QUIET_S

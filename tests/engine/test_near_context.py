@@ -170,3 +170,21 @@ def test_a_place_read_whole_forgets_the_catch_up_of_a_place_left(engine):
         assert not engine._catch_up.pending()
     finally:
         engine._catch_up._quiet_s = QUIET_S
+
+
+def test_a_typist_crossing_the_prefix_grid_keeps_the_cached_near_part():
+    stored: list = []
+    runner = SimpleNamespace(cache_ids=lambda p, s: torch.tensor([0, *s, 1, *p]))
+    runner.cache = SimpleNamespace(lookup=lambda ids, count, full: (None, None, max(
+        (next((i for i, (a, b) in enumerate(zip(e, ids.tolist())) if a != b), min(len(e), len(ids)))
+         for e in stored), default=0)))
+    suffix = list(range(5000, 5300))
+    prefix = list(range(10000, 11022))  # the near prefix room is 192: its start 830 rounds up to 832
+    p, s, whole = near_ids(runner, prefix, suffix, 256)
+    assert whole is not None and len(p) == 1022 - 832
+    stored.append(runner.cache_ids(p, s).tolist())  # the first keystroke's near part, encoded
+    typed = prefix + list(range(20000, 20010))  # 10 tokens more: the in-budget window now starts at 864
+    fresh_p, _ = trim_to_trained(typed, suffix, 256)
+    assert len(typed) - len(fresh_p) == 864
+    p2, s2, _ = near_ids(runner, typed, suffix, 256)
+    assert p2 == typed[832:] and s2 == s  # the cached window, extended: 10 tokens to encode, not 168

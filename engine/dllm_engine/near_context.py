@@ -43,11 +43,12 @@ def near_ids(runner, prefix_ids: list[int], suffix_ids: list[int],
     whole_todo = whole.numel() - _cached(runner, whole)
     if whole_todo == 0 or whole.numel() <= near_tokens:
         return prefix_ids, suffix_ids, None
-    near_todo, near_prefix, near_suffix = min(
-        ((ids.numel() - _cached(runner, ids), p, s)
-         for p, s in _near_windows(prefix_ids, suffix_ids, near_tokens)
-         for ids in (runner.cache_ids(p, s),)),
-        key=lambda option: option[0])  # the least to encode; a tie keeps the window within budget
+    options = []
+    for near_prefix, near_suffix in _near_windows(prefix_ids, suffix_ids, near_tokens):
+        near = runner.cache_ids(near_prefix, near_suffix)
+        options.append((near.numel() - _cached(runner, near), near_prefix, near_suffix))
+    # The least to encode; on a tie min keeps the first, the window within budget.
+    near_todo, near_prefix, near_suffix = min(options, key=lambda option: option[0])
     if whole_todo <= near_todo:
         return prefix_ids, suffix_ids, None
     return near_prefix, near_suffix, whole

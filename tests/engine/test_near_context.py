@@ -6,6 +6,7 @@ from-scratch one and a tiny shifted-logit one (the default model's decoding)."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from types import SimpleNamespace
 
@@ -146,30 +147,31 @@ def test_a_context_too_long_for_the_model_fails_its_own_request_alone(engine):
     assert engine.infill(InfillRequest(holes=[hole()]), timeout=60).holes[0].finish_reason
 
 
-def test_dropping_the_caches_forgets_a_pending_catch_up(engine):
+@contextlib.contextmanager
+def catch_up_held(engine):
+    """A near read at this test's place with its catch-up kept pending (no pause long enough)."""
     engine.drop_caches()
-    engine._catch_up._quiet_s = 60.0  # keep it pending: no pause long enough
+    engine._catch_up._quiet_s = 60.0
     try:
         assert engine.infill(InfillRequest(holes=[hole()])).near_holes == 1
         assert engine._catch_up.pending()
-        engine.drop_caches()
-        assert not engine._catch_up.pending()
+        yield
     finally:
         engine._catch_up._quiet_s = QUIET_S
 
 
+def test_dropping_the_caches_forgets_a_pending_catch_up(engine):
+    with catch_up_held(engine):
+        engine.drop_caches()
+        assert not engine._catch_up.pending()
+
+
 def test_a_place_read_whole_forgets_the_catch_up_of_a_place_left(engine):
-    engine.drop_caches()
-    engine._catch_up._quiet_s = 60.0  # keep it pending: no pause long enough
-    try:
-        assert engine.infill(InfillRequest(holes=[hole()])).near_holes == 1
-        assert engine._catch_up.pending()
+    with catch_up_held(engine):
         # The user goes on in a short file: its whole context is no more than the near part.
         short = Hole(prefix="def f(x):\n    return ", suffix="\n", max_tokens=8, stop=("\n",), near_tokens=NEAR)
         assert engine.infill(InfillRequest(holes=[short])).near_holes == 0
         assert not engine._catch_up.pending()
-    finally:
-        engine._catch_up._quiet_s = QUIET_S
 
 
 def test_a_typist_crossing_the_prefix_grid_keeps_the_cached_near_part():

@@ -48,3 +48,15 @@ def default_engine():
     e = Engine(EngineConfig(threads=1))
     yield e
     e.shutdown()
+
+
+@pytest.fixture(scope="module", params=["small", "shifted"])
+def small_or_shifted_engine(request, tiny_shifted_model):
+    """An engine per test module on each real model with an exact context cache: the small
+    from-scratch one and the tiny shifted-logit one (the default model's decoding)."""
+    from dllm_engine.engine import Engine, EngineConfig
+
+    model = str(SMALL_MODEL_DIR) if request.param == "small" else str(tiny_shifted_model)
+    e = Engine(EngineConfig(model=model, threads=1, dtype="float32"))
+    yield e
+    e.shutdown()

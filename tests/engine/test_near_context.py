@@ -13,8 +13,6 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from dllm_engine.checkpoint import SMALL_MODEL_DIR
-from dllm_engine.engine import Engine, EngineConfig
 from dllm_engine.http_schemas import InfillBody, parse_body
 from dllm_engine.near_context import QUIET_S, CatchUp, near_ids
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest, ProtocolError
@@ -34,12 +32,9 @@ def hole(near: int | None = NEAR, **kw) -> Hole:
     return Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=12, stop=("\n",), near_tokens=near, **kw)
 
 
-@pytest.fixture(scope="module", params=["small", "shifted"])
-def engine(request, tiny_shifted_model):
-    model = str(SMALL_MODEL_DIR) if request.param == "small" else str(tiny_shifted_model)
-    e = Engine(EngineConfig(model=model, threads=1, dtype="float32"))
-    yield e
-    e.shutdown()
+@pytest.fixture(scope="module")
+def engine(small_or_shifted_engine):
+    return small_or_shifted_engine
 
 
 def whole_ids(engine):

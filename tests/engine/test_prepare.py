@@ -12,9 +12,7 @@ import httpx
 import pytest
 import torch
 
-from dllm_engine.checkpoint import SMALL_MODEL_DIR
 from dllm_engine.clients import DaemonClient
-from dllm_engine.engine import Engine, EngineConfig
 from dllm_engine.http_schemas import PrepareBody, parse_body
 from dllm_engine.prepare import PrepareRequest, PrepareResult, _encode_unless_busy, context_ids, prepare_context
 from dllm_engine.protocol import Hole, InfillRequest, ProtocolError
@@ -29,12 +27,9 @@ def hole(prefix: str = PREFIX) -> Hole:
     return Hole(prefix=prefix, suffix=SUFFIX, max_tokens=12, stop=("\n",))
 
 
-@pytest.fixture(scope="module", params=["small", "shifted"])
-def engine(request, tiny_shifted_model):
-    model = str(SMALL_MODEL_DIR) if request.param == "small" else str(tiny_shifted_model)
-    e = Engine(EngineConfig(model=model, threads=1, dtype="float32"))
-    yield e
-    e.shutdown()
+@pytest.fixture(scope="module")
+def engine(small_or_shifted_engine):
+    return small_or_shifted_engine
 
 
 def test_a_prepared_place_is_answered_from_the_cache_with_the_cold_fill(engine):

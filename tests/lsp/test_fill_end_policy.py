@@ -4,22 +4,13 @@ ends by its block, line cap and unsure gate alone (measured slower for no more r
 
 from __future__ import annotations
 
-from lsprotocol import types
+from dllm_lsp.server.infill import request_for
 
-from dllm_lsp.server.documents import DocumentStore
-from dllm_lsp.server.infill import plan_completion, request_for
-from dllm_lsp.server.options import parse_options
+from .plans import plan
 
 EMPTY_BODY = "def total(xs):\n    █\n\n\ndef g():\n    pass\n"
 MID_LINE = "def total(xs):\n    s = sum(█\n    return s\n"
 
-
-def plan(text: str, invoked: bool):
-    options, errors = parse_options({})
-    assert not errors
-    doc = DocumentStore().open(types.TextDocumentItem(uri="file:///t.py", language_id="python", version=1,
-                                                      text=text.replace("█", "")))
-    return plan_completion(doc, text.index("█"), options, {}, invoked=invoked), options
 
 
 def test_only_a_fill_the_user_asked_for_has_its_end_chosen():

@@ -5,22 +5,14 @@ none when `context.nearTokens` is 0."""
 
 from __future__ import annotations
 
-from lsprotocol import types
-
-from dllm_lsp.server.documents import DocumentStore
-from dllm_lsp.server.infill import plan_completion, request_for
+from dllm_lsp.server.infill import request_for
 from dllm_lsp.server.options import parse_options
+
+from .plans import plan
 
 EMPTY_BODY = "def total(xs):\n    █\n\n\ndef g():\n    pass\n"
 MID_LINE = "def total(xs):\n    s = sum(█\n    return s\n"
 
-
-def plan(text: str, invoked: bool, settings: dict | None = None):
-    options, errors = parse_options(settings or {})
-    assert not errors
-    doc = DocumentStore().open(types.TextDocumentItem(uri="file:///t.py", language_id="python", version=1,
-                                                      text=text.replace("█", "")))
-    return plan_completion(doc, text.index("█"), options, {}, invoked=invoked), options
 
 
 def test_typed_fills_read_the_near_part_and_asked_ones_the_whole():

@@ -209,8 +209,10 @@ class EngineManager:
         except asyncio.CancelledError:
             raise
         except Exception as exc:
-            await self._drop_client()
+            # The back-off first: closing the client yields to the loop, and a request that ran
+            # then found no client and no back-off, so it built a new one and failed again.
             self._fail(_explain(exc))
+            await self._drop_client()
             return False
         if self.failures != failures:
             return False  # a request failed meanwhile: its error stands
@@ -288,8 +290,10 @@ class EngineManager:
             log.warning("engine request %s timed out after %.1fs", request.request_id, time.perf_counter() - start)
             return None
         except Exception as exc:
-            await self._drop_client()
+            # The back-off first: closing the client yields to the loop, and a request that ran
+            # then found no client and no back-off, so it built a new one and failed again.
             self._fail(_explain(exc))
+            await self._drop_client()
             return None
         # A background fill's latency is not what the editor waited for: the status shows the editor's.
         self._mark_ready(None if background else (time.perf_counter() - start) * 1000)
@@ -335,8 +339,10 @@ class EngineManager:
         except asyncio.TimeoutError:
             log.warning("%s request %s timed out", what, request_id)
         except Exception as exc:
-            await self._drop_client()
+            # The back-off first: closing the client yields to the loop, and a request that ran
+            # then found no client and no back-off, so it built a new one and failed again.
             self._fail(_explain(exc))
+            await self._drop_client()
         return None
 
 

@@ -86,6 +86,7 @@ class DraftHead(nn.Module):
         self.register_buffer("vocab_ids", vocab_ids.long().clone())
         self.register_buffer("head", embed.detach()[vocab_ids].clone(), persistent=False)
         self.embed = embed.detach()  # the base's own tensor, not a buffer: no copy, not saved
+        self.readout: nn.Module | None = None  # the vocabulary rows as a weight-only kernel (weight_only())
 
     def step(self, s: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
         """The state after folding in `tokens` (long [N], the base's vocabulary)."""
@@ -96,7 +97,23 @@ class DraftHead(nn.Module):
 
     def logits(self, s: torch.Tensor) -> torch.Tensor:
         """[N, vocab] over the subset (index into `vocab_ids` for the base's token ids)."""
+        if self.readout is not None:
+            return self.readout(self.out_norm(s))
         return F.linear(self.out_norm(s), self.head.to(s.dtype))
+
+    def weight_only(self) -> None:
+        """Its projections and vocabulary rows as int8 weight-only kernels (Int8RowLinear), for
+        an engine whose base runs such kernels (a CPU). Why: a step of the head reads ~28 MB
+        of fp32 weights, and torch's fp32 GEMV over the 8,192 vocabulary rows took 0.68 ms for
+        one row and 1.19 ms for two (a draft tree's chains) on an AMD EPYC, int8 0.16 / 0.19 ms:
+        with three steps a pass, the head had cost ~5 ms of a ~30 ms pass. Its guesses may
+        differ in a last digit; what is committed never does (the base checks every guess)."""
+        from .weight_only import Int8RowLinear
+
+        for block in self.blocks:
+            block.gate_up = Int8RowLinear(block.gate_up.weight)
+            block.down = Int8RowLinear(block.down.weight)
+        self.readout = Int8RowLinear(self.head)
 
     def guess(self, hidden: torch.Tensor, tokens: torch.Tensor, steps: int) -> torch.Tensor:
         """long [N, steps]: the greedy guesses after `tokens` (long [N]) for rows whose base
@@ -172,8 +189,8 @@ def attach(loaded, where: str = "shipped") -> DraftHead | None:
         return None
     folder = shipped_dir(cfg.extra["base"]) if where == "shipped" else Path(where)
     param = next(loaded.model.parameters())
-    # fp32 whatever the base: its small GEMVs run ~2x faster on a CPU than in bf16 (a pass with
-    # a draft tree runs three steps of them; 19 MB for its vocabulary rows instead of 9)
+    # fp32 whatever the base (bf16 GEMVs of one or two rows were slower than fp32 on some CPUs);
+    # an engine whose base runs weight-only kernels makes it int8 too (DraftHead.weight_only)
     head = load(folder, loaded.model.model.embed_tokens.weight, dtype=torch.float32)
     if head is None:
         if where != "shipped":

@@ -249,6 +249,8 @@ class Engine:
             packed = self.loaded.path / f"int4-packed-torch{torch.__version__}-{self.config.dtype}.safetensors"
             with open_kept_blocks(self.loaded.path) as blocks:
                 quantize_int4(self.loaded.model, blocks=blocks, packed_file=packed)
+        if self.draft_head is not None and self.weights in ("int8", "int4"):
+            self.draft_head.weight_only()  # its GEMVs through the same CPU kernels as the base's
         bucket_linears(self.loaded.model)  # CPU bf16: a bounded set of row counts, flat memory
         self.load_seconds = time.perf_counter() - t0
         cfg = self.loaded.config

@@ -15,6 +15,7 @@ from dllm_engine import draft_head
 from dllm_engine.checkpoint import load
 from dllm_engine.model_config import CheckpointError
 from dllm_engine.protocol import Hole, InfillRequest
+from dllm_engine.weight_only import int4_available
 
 ROOT = Path(__file__).resolve().parents[2]
 HOLES = [Hole(prefix="def add(a, b):\n    return ", suffix="\n", max_tokens=12),
@@ -125,6 +126,47 @@ def test_a_head_that_guesses_right_saves_passes(tiny_shifted_model, head_dir, mo
     # model's next), the head starts from slot 3's token
     assert seen[:2] == [-1, 3]
     assert res.passes <= (plain.passes + 3) // 4 + 1, (res.passes, plain.passes)
+
+
+@pytest.mark.skipif(not int4_available(), reason="this torch has no CPU weight-only kernels")
+def test_a_weight_only_head_guesses_as_its_fp32_weights_do(tiny_shifted_model):
+    """weight_only(): the head's projections and vocabulary rows run through the int8 kernel
+    (per-row scales) on an engine whose base does: its logits stay within the int8 rounding of
+    the fp32 head's, and so do nearly all its guesses (they are only drafts: the base checks each)."""
+    from dllm_engine.weight_only import Int8RowLinear
+
+    loaded = load(str(tiny_shifted_model))
+    fp32 = random_head(loaded.model, scale=0.1, vocab=64)
+    quant = random_head(loaded.model, scale=0.1, vocab=64)
+    quant.weight_only()
+    assert isinstance(quant.readout, Int8RowLinear) and isinstance(quant.blocks[0].gate_up, Int8RowLinear)
+    torch.manual_seed(1)
+    hidden, tokens = torch.randn(64, loaded.config.hidden_size), torch.randint(0, 64, (64,))
+    exact = fp32.logits(fp32.step(hidden, tokens))
+    near = quant.logits(quant.step(hidden, tokens))
+    assert near.dtype == torch.float32 and near.shape == exact.shape
+    assert (near - exact).abs().max() <= 0.05 * exact.abs().max()
+    same = (quant.guess(hidden, tokens, 3) == fp32.guess(hidden, tokens, 3)).float().mean()
+    assert same >= 0.9, same
+
+
+def test_an_engine_quantizes_its_head_only_with_weight_only_weights(tiny_shifted_model, head_dir):
+    """The head follows the base: weight-only kernels where the base runs them (a CPU's
+    "auto", int4 or int8), its own fp32 weights where the base runs native weights."""
+    native = engine_for(tiny_shifted_model, draft_head=str(head_dir), weights="native")
+    try:
+        assert native.draft_head is not None and native.draft_head.readout is None
+    finally:
+        native.shutdown()
+    if not int4_available():
+        return  # (no CPU weight-only kernels in this torch: "auto" keeps native weights)
+    int4 = engine_for(tiny_shifted_model, draft_head=str(head_dir), weights="int4")
+    try:
+        assert int4.weights == "int4" and int4.draft_head.readout is not None
+        res = int4.infill(InfillRequest(holes=[HOLES[0]])).holes[0]
+        assert res.tokens > 0 and res.finish_reason in ("end", "max_tokens")
+    finally:
+        int4.shutdown()
 
 
 def test_attach_refuses_what_does_not_fit(tiny_shifted_model, tmp_path):

@@ -16,6 +16,7 @@ import abc
 import asyncio
 import hashlib
 import json
+import logging
 import os
 import re
 import subprocess
@@ -30,6 +31,7 @@ import httpx
 
 from .peer_transport import peer_checked_transport
 from .protocol import (
+    HINT_FIELDS,
     CanvasEvent,
     EngineBusy,
     HoleResult,
@@ -47,6 +49,9 @@ if TYPE_CHECKING:
     from .prepare import PrepareRequest, PrepareResult
 
 EventCallback = Callable[[CanvasEvent], None]
+log = logging.getLogger("dllm_engine.clients")
+# How a daemon's request schema (http_schemas.py, pydantic) refuses a field it does not know.
+_REFUSED_HOLE_FIELD = re.compile(r"holes\.\d+\.(\w+): Extra inputs are not permitted")
 
 
 class EngineUnavailable(RuntimeError):
@@ -233,6 +238,7 @@ class DaemonClient(EngineClient):
         )
         self._spawned: subprocess.Popen | None = None
         self._spawn_lock = asyncio.Lock()
+        self._unknown_hints: set[str] = set()  # hint fields this daemon refused (infill)
 
     def _check_socket(self) -> None:
         """Before any connection: the socket's folder must be the user's alone (socket_security.py)."""
@@ -295,7 +301,20 @@ class DaemonClient(EngineClient):
 
     async def infill(self, request: InfillRequest, on_event: EventCallback | None = None) -> InfillResult:
         await self._ensure_running()
-        body = request.to_dict()
+        try:
+            return await self._infill(request.to_wire(self._unknown_hints), on_event)
+        except ProtocolError as exc:
+            # A daemon older than a hint field (protocol.HINT_FIELDS: it changes only how soon the
+            # answer comes) refuses it: say so once, and leave it out from now on.
+            refused = (set(_REFUSED_HOLE_FIELD.findall(str(exc))) & HINT_FIELDS) - self._unknown_hints
+            if not refused:
+                raise
+            log.warning("the engine at %s predates hole field(s) %s; requests go without them "
+                        "(upgrade it to use them)", self.socket_path or self.url, ", ".join(sorted(refused)))
+            self._unknown_hints |= refused
+            return await self._infill(request.to_wire(self._unknown_hints), on_event)
+
+    async def _infill(self, body: dict[str, Any], on_event: EventCallback | None) -> InfillResult:
         try:
             if on_event is None:
                 body["stream"] = False

@@ -24,6 +24,9 @@ FinishReason = Literal["end", "max_tokens", "cancelled", "deadline", "error", "u
 CONFIDENCE_KINDS: tuple[str, ...] = ("max_prob", "margin", "neg_entropy")
 CANVAS_CACHES: tuple[str, ...] = ("exact", "delayed")
 PRIORITIES: tuple[str, ...] = ("interactive", "batch")
+# Hole fields that change only how soon an answer comes, never what it says: a client may
+# leave them out for an engine older than them (clients.DaemonClient) rather than fail.
+HINT_FIELDS = frozenset({"near_tokens"})
 MAX_CANDIDATES = 8  # fills per hole under best of N: each costs a batch row of every pass
 MIN_TEMPERATURE = 1e-3
 
@@ -216,6 +219,16 @@ class InfillRequest:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    def to_wire(self, omit: frozenset[str] | set[str] = frozenset()) -> dict[str, Any]:
+        """to_dict() with each hole's fields left out where they hold their default (the engine
+        fills them in), and the hole fields in `omit` left out: a body an engine older than a
+        field still takes when the request does not use it."""
+        body = self.to_dict()
+        defaults = {f.name: f.default for f in dataclasses.fields(Hole) if f.default is not dataclasses.MISSING}
+        body["holes"] = [{k: v for k, v in h.items()
+                          if k not in omit and not (k in defaults and _same(v, defaults[k]))} for h in body["holes"]]
+        return body
 
     @classmethod
     def from_dict(cls, data: Any) -> "InfillRequest":
@@ -410,3 +423,11 @@ class ScoreResult:
     def from_dict(cls, data: dict[str, Any]) -> "ScoreResult":
         return cls(tokens=[TokenScore(**t) for t in data["tokens"]],
                    **{k: v for k, v in data.items() if k != "tokens"})
+
+
+def _same(value: Any, default: Any) -> bool:
+    """Whether a field's value is its default as the engine would read it back (a tuple and
+    the list JSON makes of it are the same; True is not 1)."""
+    if isinstance(default, tuple) and isinstance(value, (list, tuple)):
+        return list(value) == list(default)
+    return type(value) is type(default) and value == default

@@ -1,5 +1,10 @@
 import shutil
+import subprocess
+import sys
+import time
 from pathlib import Path
+
+import httpx
 
 import pytest
 import torch
@@ -60,3 +65,28 @@ def small_or_shifted_engine(request, tiny_shifted_model):
     e = Engine(EngineConfig(model=model, threads=1, dtype="float32"))
     yield e
     e.shutdown()
+
+
+@pytest.fixture(scope="module")
+def daemon(tiny_model, tmp_path_factory):
+    """A real `dllm-lsp engine serve` on the tiny model, on its own Unix socket (yields the
+    socket's path once /health answers), one per test module."""
+    sock = tmp_path_factory.mktemp("run") / "engine.sock"
+    log = open(sock.with_suffix(".log"), "wb")
+    proc = subprocess.Popen([sys.executable, "-m", "dllm_lsp", "engine", "serve", "--socket", str(sock),
+                             "--model", str(tiny_model), "--threads", "1"], stdout=log, stderr=log)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            with httpx.Client(base_url="http://e", transport=httpx.HTTPTransport(uds=str(sock))) as c:
+                if c.get("/health").status_code == 200:
+                    break
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    else:
+        proc.kill()
+        pytest.fail(open(sock.with_suffix(".log")).read())
+    yield sock
+    proc.terminate()
+    proc.wait(10)

@@ -15,29 +15,6 @@ from dllm_engine.clients import DaemonClient
 from dllm_engine.protocol import Hole, InfillRequest, ProtocolError
 
 
-@pytest.fixture(scope="module")
-def daemon(tiny_model, tmp_path_factory):
-    sock = tmp_path_factory.mktemp("run") / "engine.sock"
-    log = open(sock.with_suffix(".log"), "wb")
-    proc = subprocess.Popen([sys.executable, "-m", "dllm_lsp", "engine", "serve", "--socket", str(sock),
-                             "--model", str(tiny_model), "--threads", "1"], stdout=log, stderr=log)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with http(sock) as c:
-                if c.get("/health").status_code == 200:
-                    break
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail(open(sock.with_suffix(".log")).read())
-    yield sock
-    proc.terminate()
-    proc.wait(10)
-
-
 def http(sock):
     return httpx.Client(base_url="http://e", transport=httpx.HTTPTransport(uds=str(sock)), timeout=60)
 

@@ -1,7 +1,6 @@
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -13,6 +12,7 @@ from dllm_engine.checkpoint import SMALL_MODEL_DIR, save_native
 from dllm_engine.default_model_config import default_model_config
 from dllm_engine.model import DiffusionTransformer
 from dllm_engine.tokenizer import TextTokenizer
+from tcp_daemon import wait_healthy  # (pytest puts this folder on sys.path for its conftest)
 
 torch.set_num_threads(1)
 
@@ -75,18 +75,12 @@ def daemon(tiny_model, tmp_path_factory):
     log = open(sock.with_suffix(".log"), "wb")
     proc = subprocess.Popen([sys.executable, "-m", "dllm_lsp", "engine", "serve", "--socket", str(sock),
                              "--model", str(tiny_model), "--threads", "1"], stdout=log, stderr=log)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            with httpx.Client(base_url="http://e", transport=httpx.HTTPTransport(uds=str(sock))) as c:
-                if c.get("/health").status_code == 200:
-                    break
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail(open(sock.with_suffix(".log")).read())
+
+    def health() -> int:
+        with httpx.Client(base_url="http://e", transport=httpx.HTTPTransport(uds=str(sock))) as c:
+            return c.get("/health").status_code
+
+    wait_healthy(proc, health, sock.with_suffix(".log"), 60)
     yield sock
     proc.terminate()
     proc.wait(10)

@@ -31,19 +31,25 @@ def tcp_daemon(serve_args: list[str], token: str, log_path: Path, wait_s: float 
                                  "--port", str(port), "--token", token, "--threads", "1", *serve_args],
                                 stdout=log, stderr=log, env={**os.environ, "OMP_NUM_THREADS": "1"})
     base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + wait_s
-    while time.monotonic() < deadline and proc.poll() is None:
-        try:
-            if httpx.get(base + "/health", headers={"Authorization": f"Bearer {token}"}).status_code == 200:
-                break
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    else:
-        proc.kill()
-        pytest.fail(log_path.read_text())
+    wait_healthy(proc, lambda: httpx.get(base + "/health", headers={"Authorization": f"Bearer {token}"}).status_code,
+                 log_path, wait_s)
     try:
         yield base
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+def wait_healthy(proc: subprocess.Popen, health, log_path: Path, wait_s: float) -> None:
+    """Returns once `health()` (the daemon's /health status code) is 200; fails the test with
+    the daemon's log if it exits or does not answer within `wait_s`."""
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and proc.poll() is None:
+        try:
+            if health() == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    pytest.fail(Path(log_path).read_text())

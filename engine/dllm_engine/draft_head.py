@@ -121,16 +121,26 @@ class DraftHead(nn.Module):
         return self.guess_top(hidden, tokens, steps, 1)[:, 0]
 
     @torch.inference_mode()
-    def guess_top(self, hidden: torch.Tensor, tokens: torch.Tensor, steps: int, width: int) -> torch.Tensor:
+    def guess_top(self, hidden: torch.Tensor, tokens: torch.Tensor, steps: int, width: int,
+                  first_allowed: torch.Tensor | None = None) -> torch.Tensor:
         """long [N, width, steps]: `width` chains per row, its `width` likeliest first tokens
         (best first), each followed by greedy guesses (the draft tree's head chains:
-        draft_tree.py; the first token is where the head is most often wrong)."""
+        draft_tree.py; the first token is where the head is most often wrong).
+        `first_allowed` (bool [N, V] over the base's vocabulary, or None): the tokens each
+        row's first guess may be, where the base's own choice there is restricted (a healed
+        prefix: engine.Engine._restrict_first_slot); a row none of whose allowed tokens the
+        head can guess is left unrestricted (its guess is then checked and refused as before)."""
         n, dtype = tokens.shape[0], self.head.dtype
         if steps <= 0:
             return tokens.new_empty(n, width, 0)
         s = self.step(hidden.to(dtype), tokens)
         width = min(width, self.vocab_ids.numel())
-        x = self.vocab_ids[self.logits(s).topk(width, -1).indices].reshape(-1)  # [N * width]
+        first = self.logits(s)
+        if first_allowed is not None:
+            ok = first_allowed.to(first.device)[:, self.vocab_ids]
+            ok |= ~ok.any(-1, keepdim=True)
+            first = first.masked_fill(~ok, float("-inf"))
+        x = self.vocab_ids[first.topk(width, -1).indices].reshape(-1)  # [N * width]
         s = s.repeat_interleave(width, 0)
         out = [x]
         for _ in range(steps - 1):

@@ -96,18 +96,32 @@ def chains_for(a, history: torch.Tensor, current: int, room: int, stop_at: torch
     (draft_tree.py), when every distinct one is checked, as far as the tree's budget goes
     (measured offline on HumanEval single-line, 6 tokens: lookups and the head's best chain
     1.93 fill tokens a pass, the head's second chain before the short match 1.87)."""
-    long = lookup_draft(history, room, min_ngram=MAX_NGRAM, stop_at=stop_at).tolist()
+    fits = _first_slot_rule(a, current)
+    long = fits(lookup_draft(history, room, min_ngram=MAX_NGRAM, stop_at=stop_at).tolist())
     if long and not tree:
         return [long]
     heads = [c[:room] for c in a.head_draft[1]] if a.head_draft is not None and a.head_draft[0] == current else []
+    heads = [c for c in map(fits, heads) if c]
     if heads and not tree:
         return heads[:1]
-    short = lookup_draft(history, room, stop_at=stop_at).tolist() if tree or not long else []
+    short = fits(lookup_draft(history, room, stop_at=stop_at).tolist()) if tree or not long else []
     out = []
     for chain in (long, *heads[:1], short, *heads[1:]):
         if chain and chain not in out:
             out.append(chain)
     return out
+
+
+def _first_slot_rule(a, current: int):
+    """chain -> chain, or [] when its first token cannot stand at slot `current`: at a healed
+    canvas's slot 0 only tokens that extend the backed-up text may (`a.first_allowed`, the
+    engine's restriction of the base's choice there), and a text match that follows an earlier
+    occurrence of the context's last tokens often starts with one that does not (a newline
+    whose indentation is not the healed one's)."""
+    allowed = getattr(a, "first_allowed", None)
+    if current != 0 or allowed is None:
+        return lambda chain: chain
+    return lambda chain: chain if chain and bool(allowed[chain[0]]) else []
 
 
 def canvas_drafts(active: list, canvases: torch.Tensor, window: torch.Tensor, mask_id: int,

@@ -966,18 +966,26 @@ class Engine:
         if self.draft_head is None or h is None or a.temperature > 0 or a.context.ids is None:
             return
         token = torch.tensor([a.context.last_id], device=h.device)
-        kept = self._head_chains(h[None], token, [a.canvas.numel() - 1])[0]
+        # A healed prefix restricts slot 0 to tokens that extend the backed-up text (the newline
+        # before an indentation, on every fresh line): the head's first guess must be one of them,
+        # or the first pass checks a draft the base cannot take (HumanEval single-line: 50 of 80
+        # first passes committed one token, most of them after an unhealed guess such as '\n   '
+        # where only '\n\n   ' could stand).
+        allowed = None if a.first_allowed is None else a.first_allowed[None]
+        kept = self._head_chains(h[None], token, [a.canvas.numel() - 1], allowed)[0]
         a.head_draft = (0, kept) if kept else None
 
-    def _head_chains(self, hidden: torch.Tensor, tokens: torch.Tensor, rooms: list[int]) -> list[list[list[int]]]:
+    def _head_chains(self, hidden: torch.Tensor, tokens: torch.Tensor, rooms: list[int],
+                     first_allowed: torch.Tensor | None = None) -> list[list[list[int]]]:
         """Per row, the draft head's chains after `tokens` from `hidden` (its `draft_branches`
         best with a draft tree, else its best), each cut before a draft stop token and to the
-        row's room (the token after a draft needs a slot); empty chains dropped."""
+        row's room (the token after a draft needs a slot); empty chains dropped. `first_allowed`:
+        DraftHead.guess_top's restriction of the first guess."""
         steps = min(self.config.draft_tokens, self.draft_head.config.steps, max(rooms))
         if steps <= 0:
             return [[] for _ in rooms]
         width = self.config.draft_branches if self._tree_tokens() else 1
-        guesses = self.draft_head.guess_top(hidden, tokens, steps, width).cpu()  # [N, width, steps]
+        guesses = self.draft_head.guess_top(hidden, tokens, steps, width, first_allowed).cpu()  # [N, width, steps]
         stops = self._draft_stops[guesses].tolist()
         out = []
         for chains, chain_stops, room in zip(guesses.tolist(), stops, rooms):

@@ -178,3 +178,51 @@ def test_a_draft_tree_checks_several_guesses_a_pass_and_changes_no_token(monkeyp
     assert through_branches  # a branch carried some commits (its rows joined the context)
     guessed = [g for g in first_guesses if g is not None]
     assert guessed and all(slot == 0 and chains for slot, chains in guessed)
+
+
+LINE_STARTS = [  # holes at a line's start, its indentation part of the fill: slot 0 is healed
+    Hole(prefix="def mean(values):\n    if not values:\n        raise ValueError('empty')\n\n",
+         suffix="\n", max_tokens=16, stop=("\n",)),
+    Hole(prefix="import json\n\n\ndef load(path):\n    with open(path) as f:\n", suffix="\n", max_tokens=16,
+         stop=("\n",)),
+    Hole(prefix="class Point:\n    def __init__(self, x, y):\n        self.x = x\n", suffix="\n\n    def norm(self):\n",
+         max_tokens=16, stop=("\n",)),
+    Hole(prefix="def total(items):\n    result = 0\n    for item in items:\n        result += item.price\n\n",
+         suffix="\n", max_tokens=16, stop=("\n",)),
+]
+
+
+def test_a_first_pass_drafts_only_what_a_healed_first_slot_may_take(monkeypatch):
+    """At a healed canvas's slot 0 the base may only take a token that extends the backed-up
+    text (a newline before the line's indentation): the first pass's draft, whether the head's
+    guess or a text match, starts with such a token, so the first pass can keep it (before,
+    the head guessed as if unhealed, e.g. '\\n   ' where only '\\n\\n   ' could stand, and most
+    first passes kept one token). Fills unchanged; fewer passes than one token at a time."""
+    import dllm_engine.engine as engine_module
+    from dllm_engine.engine import Engine, EngineConfig
+
+    first_drafts = []
+    plan = engine_module.canvas_drafts
+
+    def spy(active, canvases, window, *args, **kwargs):
+        out = plan(active, canvases, window, *args, **kwargs)
+        drafts = out[0] if isinstance(out, tuple) else out
+        for row, a in enumerate(active):
+            if drafts is not None and bool(window[row, 0]) and int(drafts[row, 0]) >= 0 and a.first_allowed is not None:
+                first_drafts.append(bool(a.first_allowed[int(drafts[row, 0])]))
+        return out
+
+    monkeypatch.setattr(engine_module, "canvas_drafts", spy)
+    with_head = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
+    one_at_a_time = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native",
+                                        draft_tokens=0))
+    try:
+        drafted = [with_head.infill(InfillRequest(holes=[h])).holes[0] for h in LINE_STARTS]
+        plain = [one_at_a_time.infill(InfillRequest(holes=[h])).holes[0] for h in LINE_STARTS]
+    finally:
+        with_head.shutdown()
+        one_at_a_time.shutdown()
+    assert len(first_drafts) == len(LINE_STARTS) and all(first_drafts), first_drafts
+    for d, p in zip(drafted, plain):
+        assert d.text == p.text and d.tokens == p.tokens
+    assert sum(d.committed_per_pass[0] for d in drafted) > len(LINE_STARTS)  # first passes keep drafts

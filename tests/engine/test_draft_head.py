@@ -65,6 +65,29 @@ def test_a_saved_head_loads_back_the_same(tiny_shifted_model, head_dir):
     assert torch.equal(top[:, :, 0], head.vocab_ids[first])
 
 
+def test_a_restricted_first_guess_is_one_of_the_allowed_tokens(tiny_shifted_model):
+    """guess_top's `first_allowed`: each row's first guess is its likeliest allowed token (a
+    healed slot 0's), and the steps after it follow from that guess; a row none of whose
+    allowed tokens the head can guess keeps its unrestricted guess."""
+    loaded = load(str(tiny_shifted_model))
+    vocab = loaded.config.vocab_size
+    head = random_head(loaded.model, vocab=vocab // 2)  # guesses only the lower half's tokens
+    hidden, tokens = torch.randn(3, loaded.config.hidden_size), torch.tensor([5, 6, 7])
+    free = head.guess_top(hidden, tokens, 3, 2)
+    allowed = torch.zeros(3, vocab, dtype=torch.bool)
+    allowed[0, [10, 11, 12]] = True  # three tokens the head can guess
+    allowed[1, [int(free[1, 0, 0]), 13]] = True  # the free guess among them: unchanged
+    allowed[2, vocab - 3:] = True  # only tokens outside the head's vocabulary
+    kept = head.guess_top(hidden, tokens, 3, 2, first_allowed=allowed)
+    scores = head.logits(head.step(hidden.to(head.head.dtype), tokens))[0, [10, 11, 12]]
+    assert kept[0, :, 0].tolist() == [10 + i for i in scores.topk(2).indices.tolist()]
+    assert torch.equal(kept[1, 0], free[1, 0])
+    assert torch.equal(kept[2], free[2])
+    # a chain goes on from its (restricted) first token as a free guess from it would
+    again = head.guess_top(hidden[:1], tokens[:1], 3, 1, first_allowed=allowed[:1])
+    assert torch.equal(again[0, 0], kept[0, 0])
+
+
 def test_fills_are_the_same_with_the_head_on_and_off(tiny_shifted_model, head_dir):
     on = engine_for(tiny_shifted_model, draft_head=str(head_dir))
     off = engine_for(tiny_shifted_model, draft_head="none")
@@ -105,7 +128,7 @@ def test_a_head_that_guesses_right_saves_passes(tiny_shifted_model, head_dir, mo
     assert plain.passes >= 6
     seen = []
 
-    def oracle(self, hidden, tokens, steps, width):
+    def oracle(self, hidden, tokens, steps, width, first_allowed=None):
         # The slot of the token the head was given: the context's last token first (the
         # canvas's first guess, from the context's own hidden state: slot -1), then the first
         # match after the last one seen.

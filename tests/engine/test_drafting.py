@@ -49,13 +49,15 @@ def test_accepted_run_keeps_matches_and_the_first_differing_token():
 
 
 
-def hole_at(context, head_draft=None, mask=99):
+def hole_at(context, head_draft=None, mask=99, first_allowed=None):
     """A greedy canvas of blocks of 1 at slot 0 after `context` (its last token held out, as
-    the engine holds it), with the draft head's guess `head_draft` for slot 0, if any."""
+    the engine holds it), with the draft head's guess `head_draft` for slot 0, if any, and the
+    tokens a healed slot 0 may take (`first_allowed`, bool [V]), if it is healed."""
     from types import SimpleNamespace
 
     ctx = SimpleNamespace(ids=t(*context[:-1]), last_id=context[-1], absorbed=0)
-    return SimpleNamespace(context=ctx, canvas=torch.full((8,), mask), head_draft=head_draft)
+    return SimpleNamespace(context=ctx, canvas=torch.full((8,), mask), head_draft=head_draft,
+                           first_allowed=first_allowed)
 
 
 def test_a_pass_drafts_a_long_match_then_the_heads_guess_then_a_short_match():
@@ -79,3 +81,31 @@ def test_a_pass_drafts_a_long_match_then_the_heads_guess_then_a_short_match():
     assert drafted(short) == [4, 5, 6]  # with no guess, the short match
     assert drafted(short, (1, [[40, 41, 42]])) == [4, 5, 6]  # a guess for another slot is not used
     assert drafted([1, 2, 3]) == []
+
+
+def test_a_healed_first_slot_drafts_only_a_chain_it_may_take():
+    """At a healed slot 0 a chain whose first token the base may not take there (the engine
+    restricts its choice to tokens extending the backed-up text) is never drafted: the next
+    guess in line is, and with none the pass runs without a draft."""
+    from dllm_engine.drafting import canvas_drafts
+
+    stop_at = torch.zeros(128, dtype=torch.bool)
+    window = torch.zeros(1, 8, dtype=torch.bool)
+    window[0, 0] = True
+    canvases = torch.full((1, 8), 99)
+    full = [7, 8, 9, 4, 5, 6, 1, 7, 8, 9]  # a full-length match: 4 5 6 follow
+    allowed = torch.zeros(128, dtype=torch.bool)
+
+    def drafted(head=None):
+        out = canvas_drafts([hole_at(full, head, first_allowed=allowed)], canvases, window, 99, 3, stop_at)
+        return [] if out is None else out[0][out[0] >= 0].tolist()
+
+    allowed[[40, 4]] = True
+    assert drafted((0, [[40, 41, 42]])) == [4, 5, 6]  # allowed: the match outranks the head as before
+    allowed[4] = False
+    assert drafted((0, [[40, 41, 42]])) == [40, 41, 42]  # the match's first token may not stand there
+    allowed[40] = False
+    assert drafted((0, [[40, 41, 42]])) == []
+    allowed[:] = True
+    unhealed = canvas_drafts([hole_at(full, (0, [[40, 41, 42]]))], canvases, window, 99, 3, stop_at)
+    assert unhealed[0][unhealed[0] >= 0].tolist() == [4, 5, 6]

@@ -125,29 +125,38 @@ class DraftHead(nn.Module):
                   first_allowed: torch.Tensor | None = None) -> torch.Tensor:
         """long [N, width, steps]: `width` chains per row, its `width` likeliest first tokens
         (best first), each followed by greedy guesses (the draft tree's head chains:
-        draft_tree.py; the first token is where the head is most often wrong).
+        draft_tree.py; the first token is where the head is most often wrong)."""
+        return self.guess_chains(hidden, tokens, steps, width, first_allowed)[0]
+
+    @torch.inference_mode()
+    def guess_chains(self, hidden: torch.Tensor, tokens: torch.Tensor, steps: int, width: int,
+                     first_allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(guess_top's chains, float [N, width]: the head's probability of each chain's first
+        token, over its vocabulary; how far a pass may trust the chain: drafting.chains_for).
         `first_allowed` (bool [N, V] over the base's vocabulary, or None): the tokens each
         row's first guess may be, where the base's own choice there is restricted (a healed
-        prefix: engine.Engine._restrict_first_slot); a row none of whose allowed tokens the
-        head can guess is left unrestricted (its guess is then checked and refused as before)."""
+        prefix: engine.Engine._restrict_first_slot); the probabilities are then among those.
+        A row none of whose allowed tokens the head can guess is left unrestricted (its guess
+        is then checked and refused as before)."""
         n, dtype = tokens.shape[0], self.head.dtype
         if steps <= 0:
-            return tokens.new_empty(n, width, 0)
+            return tokens.new_empty(n, width, 0), torch.zeros(n, width)
         s = self.step(hidden.to(dtype), tokens)
         width = min(width, self.vocab_ids.numel())
-        first = self.logits(s)
+        first = self.logits(s).float()
         if first_allowed is not None:
             ok = first_allowed.to(first.device)[:, self.vocab_ids]
             ok |= ~ok.any(-1, keepdim=True)
             first = first.masked_fill(~ok, float("-inf"))
-        x = self.vocab_ids[first.topk(width, -1).indices].reshape(-1)  # [N * width]
+        top = first.softmax(-1).topk(width, -1)
+        x = self.vocab_ids[top.indices].reshape(-1)  # [N * width]
         s = s.repeat_interleave(width, 0)
         out = [x]
         for _ in range(steps - 1):
             s = self.step(s, x)
             x = self.vocab_ids[self.logits(s).argmax(-1)]
             out.append(x)
-        return torch.stack(out, -1).view(n, width, steps)
+        return torch.stack(out, -1).view(n, width, steps), top.values
 
     def save(self, folder: Path) -> None:
         from safetensors.torch import save_file

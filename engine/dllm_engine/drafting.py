@@ -18,14 +18,16 @@ itself, and an infill's context holds both sides of the hole (the suffix comes f
 in the native layout), so the tokens after an earlier occurrence of the fill's last
 few tokens are a good guess for what comes next. A guess that finds nothing costs
 nothing: the pass runs as it would have. The guesses, best first (chains_for): what
-followed an earlier occurrence of the fill's last MAX_NGRAM tokens (a long match
-rarely misleads), the draft head's chains (draft_head.py: the base's own state carried a
-few tokens ahead), what followed a shorter match. A pass checks them all as a draft tree
+followed an earlier occurrence of the fill's last 2 or 3 tokens (a long match rarely
+misleads), the draft head's chains (draft_head.py: the base's own state carried a few
+tokens ahead), what followed the last token alone (before the head where the head is
+unsure of its first token); at a canvas's first slot the head's sure guess goes first, and
+at a healed first slot only a chain whose first token may stand there. A pass checks them all as a draft tree
 (draft_tree.py: the first is the trunk, in the canvas slots; the others branch off it),
 or with EngineConfig.draft_tree_tokens 0 the first alone. Measured with the shipped head on
 HumanEval single-line (`tasks[::5]`, benchmarks/RESULTS.md): one chain, the head between
-the two lookup lengths, 1.67 fill tokens a pass (lookup alone 1.44); the tree: see
-draft_tree.py.
+the two lookup lengths, 1.67 fill tokens a pass (lookup alone 1.44); with this ranking and
+the first slot's rules 1.95 (thirty-fourth session); the tree: see draft_tree.py.
 """
 
 from __future__ import annotations
@@ -35,6 +37,16 @@ import torch
 from .draft_tree import build_tree
 
 MAX_NGRAM = 3  # the longest run of trailing tokens looked up (longest first)
+# The ranking of a pass's guesses (chains_for), measured offline on 2,073 passes of this
+# repository's lines and checked on 1,398 of HumanEval single-line (benchmarks/RESULTS.md,
+# thirty-fourth session): what followed an earlier occurrence of the text's last 2+ tokens
+# was kept 1.2-1.6 tokens deep where the head's guess differed from it (the head 0.2-0.3),
+# and a match of the last token alone beat the head where the head gave its own first
+# guess under 0.3 (0.5-0.7 tokens against 0.2-0.4), not above it. At a canvas's first slot
+# the head, which starts from the base's reading of the whole context, was kept deeper than a
+# match of the context's last tokens (0.95-1.20 against 0.38-0.78 tokens).
+PREFERRED_NGRAM = 2  # a text match at least this long outranks the draft head's guess
+HEAD_UNSURE = 0.3  # the head's first-token probability under which a 1-token match outranks it
 
 
 def lookup_draft(history: torch.Tensor, length: int, min_ngram: int = 1,
@@ -64,9 +76,9 @@ def lookup_draft(history: torch.Tensor, length: int, min_ngram: int = 1,
 
 
 def long_match(history: torch.Tensor, stop_at: torch.Tensor | None = None) -> bool:
-    """Whether the next pass will draft from a full-length match (canvas_drafts' first
-    choice), so a draft head's guess for it would go unused."""
-    return bool(lookup_draft(history, 1, min_ngram=MAX_NGRAM, stop_at=stop_at).numel())
+    """Whether the next pass will draft from a match of PREFERRED_NGRAM tokens or more
+    (canvas_drafts' first choice), so a draft head's guess for it would go unused."""
+    return bool(lookup_draft(history, 1, min_ngram=PREFERRED_NGRAM, stop_at=stop_at).numel())
 
 
 def accepted_run(model_tokens: list[int], draft: list[int]) -> int:
@@ -91,25 +103,35 @@ def history_of(a, canvas: torch.Tensor, current: int) -> torch.Tensor:
 def chains_for(a, history: torch.Tensor, current: int, room: int, stop_at: torch.Tensor,
                tree: bool) -> list[list[int]]:
     """The guesses of what follows slot `current` of hole `a`, best first: what followed an
-    earlier occurrence of the text's last MAX_NGRAM tokens, the draft head's best chain, what
-    followed a shorter match, the head's other chains. One (the first there is) unless `tree`
-    (draft_tree.py), when every distinct one is checked, as far as the tree's budget goes
-    (measured offline on HumanEval single-line, 6 tokens: lookups and the head's best chain
-    1.93 fill tokens a pass, the head's second chain before the short match 1.87)."""
+    earlier occurrence of the text's last PREFERRED_NGRAM or more tokens, the draft head's best
+    chain (after a match of the last token alone when the head is unsure of its first token:
+    HEAD_UNSURE), what followed such a match, the head's other chains. One (the first there
+    is) unless `tree` (draft_tree.py), when every distinct one is checked, as far as the tree's
+    budget goes (measured offline on HumanEval single-line, 6 tokens: lookups and the head's
+    best chain 1.93 fill tokens a pass, the head's second chain before the short match 1.87)."""
     fits = _first_slot_rule(a, current)
-    long = fits(lookup_draft(history, room, min_ngram=MAX_NGRAM, stop_at=stop_at).tolist())
+    heads, sure = [], True
+    if a.head_draft is not None and a.head_draft[0] == current:
+        guessed = [(fits(c[:room]), p) for c, p in zip(a.head_draft[1], a.head_draft[2])]
+        heads = [c for c, _ in guessed if c]
+        sure = bool(guessed) and bool(guessed[0][0]) and guessed[0][1] >= HEAD_UNSURE
+    if current == 0 and heads and sure and not tree:
+        return heads[:1]  # a canvas's first slot: the head read the whole context, a match only its end
+    long = fits(lookup_draft(history, room, min_ngram=PREFERRED_NGRAM, stop_at=stop_at).tolist())
     if long and not tree:
         return [long]
-    heads = [c[:room] for c in a.head_draft[1]] if a.head_draft is not None and a.head_draft[0] == current else []
-    heads = [c for c in map(fits, heads) if c]
-    if heads and not tree:
-        return heads[:1]
     short = fits(lookup_draft(history, room, stop_at=stop_at).tolist()) if tree or not long else []
+    if heads and not tree and (sure or not short):
+        return heads[:1]
+    if current == 0 and sure:
+        order = (*heads[:1], long, short, *heads[1:])
+    else:
+        order = (long, *heads[:1], short, *heads[1:]) if sure else (long, short, *heads)
     out = []
-    for chain in (long, *heads[:1], short, *heads[1:]):
+    for chain in order:
         if chain and chain not in out:
             out.append(chain)
-    return out
+    return out if tree else out[:1]
 
 
 def _first_slot_rule(a, current: int):

@@ -955,7 +955,7 @@ class Engine:
         tokens = torch.tensor([t for _, _, t, _ in holes], device=hidden.device)
         rooms = [n - last - 2 for _, last, _, n in holes]  # the token after a draft needs a slot
         for (a, last, _, n), kept in zip(holes, self._head_chains(hidden[at], tokens, rooms)):
-            a.head_draft = (last + 1, kept) if kept else None
+            a.head_draft = (last + 1, *kept) if kept[0] else None
 
     def _first_head_draft(self, a: ActiveHole) -> None:
         """The draft head's guesses for a new greedy canvas's first slots, from the context's
@@ -973,24 +973,27 @@ class Engine:
         # where only '\n\n   ' could stand).
         allowed = None if a.first_allowed is None else a.first_allowed[None]
         kept = self._head_chains(h[None], token, [a.canvas.numel() - 1], allowed)[0]
-        a.head_draft = (0, kept) if kept else None
+        a.head_draft = (0, *kept) if kept[0] else None
 
     def _head_chains(self, hidden: torch.Tensor, tokens: torch.Tensor, rooms: list[int],
-                     first_allowed: torch.Tensor | None = None) -> list[list[list[int]]]:
-        """Per row, the draft head's chains after `tokens` from `hidden` (its `draft_branches`
-        best with a draft tree, else its best), each cut before a draft stop token and to the
-        row's room (the token after a draft needs a slot); empty chains dropped. `first_allowed`:
-        DraftHead.guess_top's restriction of the first guess."""
+                     first_allowed: torch.Tensor | None = None) -> list[tuple[list[list[int]], list[float]]]:
+        """Per row, (chains, the head's probability of each one's first token): the draft head's
+        chains after `tokens` from `hidden` (its `draft_branches` best with a draft tree, else its
+        best), each cut before a draft stop token and to the row's room (the token after a draft
+        needs a slot); empty chains dropped. `first_allowed`: DraftHead.guess_chains' restriction
+        of the first guess."""
         steps = min(self.config.draft_tokens, self.draft_head.config.steps, max(rooms))
         if steps <= 0:
-            return [[] for _ in rooms]
+            return [([], []) for _ in rooms]
         width = self.config.draft_branches if self._tree_tokens() else 1
-        guesses = self.draft_head.guess_top(hidden, tokens, steps, width, first_allowed).cpu()  # [N, width, steps]
+        guesses, probs = self.draft_head.guess_chains(hidden, tokens, steps, width, first_allowed)
+        guesses, probs = guesses.cpu(), probs.cpu()  # [N, width, steps], [N, width]
         stops = self._draft_stops[guesses].tolist()
         out = []
-        for chains, chain_stops, room in zip(guesses.tolist(), stops, rooms):
-            cut = [g[:min(s.index(True) if True in s else len(g), room)] for g, s in zip(chains, chain_stops)]
-            out.append([g for g in cut if g])
+        for chains, chain_stops, chain_probs, room in zip(guesses.tolist(), stops, probs.tolist(), rooms):
+            cut = [(g[:min(s.index(True) if True in s else len(g), room)], p)
+                   for g, s, p in zip(chains, chain_stops, chain_probs)]
+            out.append(([g for g, _ in cut if g], [p for g, p in cut if g]))
         return out
 
     def _stop_rule(self, a: ActiveHole) -> str | None:

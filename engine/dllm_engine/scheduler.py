@@ -88,8 +88,9 @@ class ActiveHole:
     # tokens), for the next pass to check when the text offers no draft.
     row_draft: tuple[int, list[int]] | None = None
     # The draft head (draft_head.py): its guesses after the newest committed token, (first
-    # slot, chains of tokens, best first), for the next pass to check (drafting.chains_for).
-    head_draft: tuple[int, list[list[int]]] | None = None
+    # slot, chains of tokens, best first, the head's probability of each one's first token),
+    # for the next pass to check (drafting.chains_for).
+    head_draft: tuple[int, list[list[int]], list[float]] | None = None
     # Hole.stop_repeats: the head of the fill already checked and found without a loop
     # (repeat_stop.loop_seen), so a pass checks only the lines that are new.
     loop_clean: str = ""

@@ -177,7 +177,7 @@ def test_a_draft_tree_checks_several_guesses_a_pass_and_changes_no_token(monkeyp
     assert sum(b.passes for b in batched) < sum(c.passes for c in one)
     assert through_branches  # a branch carried some commits (its rows joined the context)
     guessed = [g for g in first_guesses if g is not None]
-    assert guessed and all(slot == 0 and chains for slot, chains in guessed)
+    assert guessed and all(slot == 0 and chains and len(probs) == len(chains) for slot, chains, probs in guessed)
 
 
 LINE_STARTS = [  # holes at a line's start, its indentation part of the fill: slot 0 is healed

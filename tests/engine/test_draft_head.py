@@ -86,6 +86,12 @@ def test_a_restricted_first_guess_is_one_of_the_allowed_tokens(tiny_shifted_mode
     # a chain goes on from its (restricted) first token as a free guess from it would
     again = head.guess_top(hidden[:1], tokens[:1], 3, 1, first_allowed=allowed[:1])
     assert torch.equal(again[0, 0], kept[0, 0])
+    # the first tokens' probabilities, best first: among the allowed tokens where restricted
+    chains, probs = head.guess_chains(hidden, tokens, 3, 3, first_allowed=allowed)
+    assert torch.equal(chains[:, :2], kept) and probs.shape == (3, 3)
+    assert torch.allclose(probs[0].sum(), torch.tensor(1.0)) and bool((probs[:, :-1] >= probs[:, 1:]).all())
+    free_probs = head.guess_chains(hidden, tokens, 3, 3)[1]
+    assert torch.allclose(probs[2], free_probs[2]) and float(free_probs[0].sum()) < 1
 
 
 def test_fills_are_the_same_with_the_head_on_and_off(tiny_shifted_model, head_dir):
@@ -128,7 +134,7 @@ def test_a_head_that_guesses_right_saves_passes(tiny_shifted_model, head_dir, mo
     assert plain.passes >= 6
     seen = []
 
-    def oracle(self, hidden, tokens, steps, width, first_allowed=None):
+    def oracle(self, hidden, tokens, steps, width, first_allowed=None):  # (chains, their first tokens' probabilities)
         # The slot of the token the head was given: the context's last token first (the
         # canvas's first guess, from the context's own hidden state: slot -1), then the first
         # match after the last one seen.
@@ -136,9 +142,9 @@ def test_a_head_that_guesses_right_saves_passes(tiny_shifted_model, head_dir, mo
         seen.append(at)
         guess = truth[at + 1:at + 1 + steps]
         guess = guess + [0] * (steps - len(guess))
-        return torch.tensor([[guess] * width])
+        return torch.tensor([[guess] * width]), torch.ones(1, width)
 
-    monkeypatch.setattr(draft_head.DraftHead, "guess_top", oracle)
+    monkeypatch.setattr(draft_head.DraftHead, "guess_chains", oracle)
     on = engine_for(tiny_shifted_model, draft_head=str(head_dir), draft_tokens=3)
     try:
         res = on.infill(InfillRequest(holes=[HOLES[0]])).holes[0]

@@ -128,8 +128,8 @@ class EngineConfig:
     # A draft tree (draft_tree.py): each pass checks the text lookup's chains and the draft
     # head's `draft_branches` likeliest chains together, at most `draft_tree_tokens` draft
     # tokens a canvas, and commits the longest the model agrees with (greedy output
-    # unchanged). 0: one chain a pass (a full-length lookup match, else the head's, else a
-    # shorter match). None: by device (DRAFT_TREE_TOKENS): on a CPU every row of a pass
+    # unchanged). 0: one chain a pass (drafting.chains_for's first: a lookup match of 2+ tokens,
+    # else the head's, else a 1-token match). None: by device (DRAFT_TREE_TOKENS): on a CPU every row of a pass
     # costs (~4 ms each on 2 cores with int4 weights), and a tree's extra rows cost more
     # than its saved passes (HumanEval single-line: 2.12 fill tokens a pass against 1.81,
     # but 220 against 185 ms a line; benchmarks/RESULTS.md, twenty-eighth session).
@@ -921,7 +921,7 @@ class Engine:
         row that chose that token (`hidden`: the pass's compact rows of `rows`, then its
         draft-tree branch nodes', canvas by canvas). With a draft tree, the head's
         `draft_branches` likeliest chains; without one, its best chain, and none when the
-        next pass drafts from a full-length text match anyway."""
+        next pass drafts from a text match of 2+ tokens anyway (drafting.long_match)."""
         index = torch.full(rows.shape, -1, dtype=torch.long)
         index[rows.cpu()] = torch.arange(int(rows.sum()))
         node_base, at = [], int(rows.sum())  # where each canvas's branch nodes' states start

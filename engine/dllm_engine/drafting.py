@@ -39,12 +39,12 @@ from .draft_tree import build_tree
 MAX_NGRAM = 3  # the longest run of trailing tokens looked up (longest first)
 # The ranking of a pass's guesses (chains_for), measured offline on 2,073 passes of this
 # repository's lines and checked on 1,398 of HumanEval single-line (benchmarks/RESULTS.md,
-# thirty-fourth session): what followed an earlier occurrence of the text's last 2+ tokens
-# was kept 1.2-1.6 tokens deep where the head's guess differed from it (the head 0.2-0.3),
-# and a match of the last token alone beat the head where the head gave its own first
-# guess under 0.3 (0.5-0.7 tokens against 0.2-0.4), not above it. At a canvas's first slot
-# the head, which starts from the base's reading of the whole context, was kept deeper than a
-# match of the context's last tokens (0.95-1.20 against 0.38-0.78 tokens).
+# thirty-fourth session): where a pass after the first had both, what followed an earlier
+# occurrence of the text's last 2 or 3 tokens was kept 1.48 / 1.18 tokens deep, the head's
+# guess 0.49 / 0.61; a match of the last token alone beat the head where the head gave its
+# own first guess under 0.3 (0.5-0.7 tokens against 0.2-0.4), not above it. At a canvas's
+# first slot the head, which starts from the base's reading of the whole context, was kept
+# deeper than a match of the context's last tokens (0.95 / 1.20 against 0.78 / 0.38).
 PREFERRED_NGRAM = 2  # a text match at least this long outranks the draft head's guess
 HEAD_UNSURE = 0.3  # the head's first-token probability under which a 1-token match outranks it
 

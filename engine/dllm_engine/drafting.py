@@ -24,10 +24,10 @@ tokens ahead), what followed the last token alone (before the head where the hea
 unsure of its first token); at a canvas's first slot the head's sure guess goes first, and
 at a healed first slot only a chain whose first token may stand there. A pass checks them
 all as a draft tree (draft_tree.py: the first is the trunk, in the canvas slots; the others
-branch off it), or with EngineConfig.draft_tree_tokens 0 the first alone. Measured with the shipped head on
-HumanEval single-line (`tasks[::5]`, benchmarks/RESULTS.md): one chain, the head between
-the two lookup lengths, 1.67 fill tokens a pass (lookup alone 1.44); with this ranking and
-the first slot's rules 1.95 (thirty-fourth session); the tree: see draft_tree.py.
+branch off it), or with EngineConfig.draft_tree_tokens 0 the first alone. Measured with the
+shipped head on HumanEval single-line (`tasks[::5]`, benchmarks/RESULTS.md): one chain, the
+head between the two lookup lengths, 1.67 fill tokens a pass (lookup alone 1.44); with this
+ranking and the first slot's rules 1.95 (thirty-fourth session); the tree: see draft_tree.py.
 """
 
 from __future__ import annotations

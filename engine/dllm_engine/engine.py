@@ -128,11 +128,12 @@ class EngineConfig:
     # A draft tree (draft_tree.py): each pass checks the text lookup's chains and the draft
     # head's `draft_branches` likeliest chains together, at most `draft_tree_tokens` draft
     # tokens a canvas, and commits the longest the model agrees with (greedy output
-    # unchanged). 0: one chain a pass (drafting.chains_for's first: a lookup match of 2+ tokens,
-    # else the head's, else a 1-token match). None: by device (DRAFT_TREE_TOKENS): on a CPU every row of a pass
-    # costs (~4 ms each on 2 cores with int4 weights), and a tree's extra rows cost more
-    # than its saved passes (HumanEval single-line: 2.12 fill tokens a pass against 1.81,
-    # but 220 against 185 ms a line; benchmarks/RESULTS.md, twenty-eighth session).
+    # unchanged). 0: one chain a pass (drafting.chains_for's first: a lookup match of 2+
+    # tokens, else the head's, else a 1-token match). None: by device (DRAFT_TREE_TOKENS): on
+    # a CPU every row of a pass costs (~4 ms each on 2 cores with int4 weights), and a tree's
+    # extra rows cost more than its saved passes (HumanEval single-line: 2.12 fill tokens a
+    # pass against 1.81, but 220 against 185 ms a line; benchmarks/RESULTS.md, twenty-eighth
+    # session; with the thirty-fourth session's ranking 2.21 against 1.95, 167 against 130 ms).
     draft_branches: int = 3
     draft_tree_tokens: int | None = None
 

@@ -115,15 +115,16 @@ def chains_for(a, history: torch.Tensor, current: int, room: int, stop_at: torch
         guessed = [(fits(c[:room]), p) for c, p in zip(a.head_draft[1], a.head_draft[2])]
         heads = [c for c, _ in guessed if c]
         sure = bool(guessed) and bool(guessed[0][0]) and guessed[0][1] >= HEAD_UNSURE
-    if current == 0 and heads and sure and not tree:
-        return heads[:1]  # a canvas's first slot: the head read the whole context, a match only its end
+    head_first = current == 0 and sure  # a canvas's first slot: the head read the whole context, a match only its end
+    if head_first and heads and not tree:
+        return heads[:1]
     long = fits(lookup_draft(history, room, min_ngram=PREFERRED_NGRAM, stop_at=stop_at).tolist())
     if long and not tree:
         return [long]
     short = fits(lookup_draft(history, room, stop_at=stop_at).tolist()) if tree or not long else []
     if heads and not tree and (sure or not short):
         return heads[:1]
-    if current == 0 and sure:
+    if head_first:
         order = (*heads[:1], long, short, *heads[1:])
     else:
         order = (long, *heads[:1], short, *heads[1:]) if sure else (long, short, *heads)

@@ -122,39 +122,58 @@ class DraftHead(nn.Module):
 
     @torch.inference_mode()
     def guess_top(self, hidden: torch.Tensor, tokens: torch.Tensor, steps: int, width: int,
-                  first_allowed: torch.Tensor | None = None) -> torch.Tensor:
+                  first_allowed: torch.Tensor | None = None,
+                  start_ban: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
         """long [N, width, steps]: `width` chains per row, its `width` likeliest first tokens
         (best first), each followed by greedy guesses (the draft tree's head chains:
         draft_tree.py; the first token is where the head is most often wrong)."""
-        return self.guess_chains(hidden, tokens, steps, width, first_allowed)[0]
+        return self.guess_chains(hidden, tokens, steps, width, first_allowed, start_ban)[0]
 
     @torch.inference_mode()
     def guess_chains(self, hidden: torch.Tensor, tokens: torch.Tensor, steps: int, width: int,
-                     first_allowed: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                     first_allowed: torch.Tensor | None = None,
+                     start_ban: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """(guess_top's chains, float [N, width]: the head's probability of each chain's first
         token, over its vocabulary; how far a pass may trust the chain: drafting.chains_for).
         `first_allowed` (bool [N, V] over the base's vocabulary, or None): the tokens each
         row's first guess may be, where the base's own choice there is restricted (a healed
         prefix: engine.Engine._restrict_first_slot); the probabilities are then among those.
         A row none of whose allowed tokens the head can guess is left unrestricted (its guess
-        is then checked and refused as before)."""
+        is then checked and refused as before).
+        `start_ban` ((banned bool [N, V], blank bool [V]), or None): Hole.banned_starts as the
+        base obeys it (start_ban.py): while a chain's guesses are all blank, its next guess may
+        not be a banned token of its row (an empty body's first code token after its line
+        break: the base may not write a docstring there, so a chain guessing one is refused
+        at it; the head's best allowed token may be the base's choice)."""
         n, dtype = tokens.shape[0], self.head.dtype
         if steps <= 0:
             return tokens.new_empty(n, width, 0), torch.zeros(n, width)
         s = self.step(hidden.to(dtype), tokens)
         width = min(width, self.vocab_ids.numel())
         first = self.logits(s).float()
-        if first_allowed is not None:
-            ok = first_allowed.to(first.device)[:, self.vocab_ids]
+        ok = None if first_allowed is None else first_allowed.to(first.device)[:, self.vocab_ids]
+        if start_ban is not None:
+            banned = start_ban[0].to(first.device)[:, self.vocab_ids]
+            ok = ~banned if ok is None else ok & ~banned
+        if ok is not None:
             ok |= ~ok.any(-1, keepdim=True)
             first = first.masked_fill(~ok, float("-inf"))
         top = first.softmax(-1).topk(width, -1)
         x = self.vocab_ids[top.indices].reshape(-1)  # [N * width]
         s = s.repeat_interleave(width, 0)
+        if start_ban is not None:  # per chain: its row's ban, live while its guesses are blank
+            banned = banned.repeat_interleave(width, 0)
+            blank = start_ban[1].to(x.device)
+            live = blank[x] & banned.any(-1)
         out = [x]
         for _ in range(steps - 1):
             s = self.step(s, x)
-            x = self.vocab_ids[self.logits(s).argmax(-1)]
+            logits = self.logits(s)
+            if start_ban is not None and bool(live.any()):
+                logits = logits.masked_fill(banned & live[:, None], float("-inf"))
+            x = self.vocab_ids[logits.argmax(-1)]
+            if start_ban is not None:
+                live &= blank[x]
             out.append(x)
         return torch.stack(out, -1).view(n, width, steps), top.values
 

@@ -931,7 +931,7 @@ class Engine:
             at += len(nodes)
         tree = self._tree_tokens() > 0
         current = window.float().argmax(-1).tolist()
-        picked, holes = [], []
+        picked, holes, bans = [], [], []
         for row, a in enumerate(active):
             a.head_draft = None
             c, n = current[row], a.canvas.numel()
@@ -950,12 +950,15 @@ class Engine:
                 continue  # the next pass drafts from the text: no guess needed (the head costs ~2 ms a hole)
             picked.append(chose)
             holes.append((a, last, int(new_canvases[row, last]), n))
+            # an empty body's ban holds while the fill so far is blank (its line break)
+            bans.append(a.start_ban if a.start_ban is not None
+                        and self._start_bans.all_blank(new_canvases[row, :last + 1]) else None)
         if not holes:
             return
         at = torch.tensor(picked, device=hidden.device)
         tokens = torch.tensor([t for _, _, t, _ in holes], device=hidden.device)
         rooms = [n - last - 2 for _, last, _, n in holes]  # the token after a draft needs a slot
-        for (a, last, _, n), kept in zip(holes, self._head_chains(hidden[at], tokens, rooms)):
+        for (a, last, _, n), kept in zip(holes, self._head_chains(hidden[at], tokens, rooms, None, bans)):
             a.head_draft = (last + 1, *kept) if kept[0] else None
 
     def _first_head_draft(self, a: ActiveHole) -> None:
@@ -973,21 +976,27 @@ class Engine:
         # first passes committed one token, most of them after an unhealed guess such as '\n   '
         # where only '\n\n   ' could stand).
         allowed = None if a.first_allowed is None else a.first_allowed[None]
-        kept = self._head_chains(h[None], token, [a.canvas.numel() - 1], allowed)[0]
+        kept = self._head_chains(h[None], token, [a.canvas.numel() - 1], allowed, [a.start_ban])[0]
         a.head_draft = (0, *kept) if kept[0] else None
 
     def _head_chains(self, hidden: torch.Tensor, tokens: torch.Tensor, rooms: list[int],
-                     first_allowed: torch.Tensor | None = None) -> list[tuple[list[list[int]], list[float]]]:
+                     first_allowed: torch.Tensor | None = None,
+                     bans: list[torch.Tensor | None] | None = None) -> list[tuple[list[list[int]], list[float]]]:
         """Per row, (chains, the head's probability of each one's first token): the draft head's
         chains after `tokens` from `hidden` (its `draft_branches` best with a draft tree, else its
         best), each cut before a draft stop token and to the row's room (the token after a draft
         needs a slot); empty chains dropped. `first_allowed`: DraftHead.guess_chains' restriction
-        of the first guess."""
+        of the first guess; `bans`: per row, its hole's live Hole.banned_starts mask (only blanks
+        committed so far), or None."""
         steps = min(self.config.draft_tokens, self.draft_head.config.steps, max(rooms))
         if steps <= 0:
             return [([], []) for _ in rooms]
         width = self.config.draft_branches if self._tree_tokens() else 1
-        guesses, probs = self.draft_head.guess_chains(hidden, tokens, steps, width, first_allowed)
+        start_ban = None
+        if bans and any(b is not None for b in bans):
+            none = torch.zeros(self._start_bans.vocab_size, dtype=torch.bool, device=self.runner.device)
+            start_ban = (torch.stack([none if b is None else b for b in bans]), self._start_bans.blank)
+        guesses, probs = self.draft_head.guess_chains(hidden, tokens, steps, width, first_allowed, start_ban)
         guesses, probs = guesses.cpu(), probs.cpu()  # [N, width, steps], [N, width]
         stops = self._draft_stops[guesses].tolist()
         out = []

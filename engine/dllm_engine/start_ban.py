@@ -66,6 +66,14 @@ class StartBans:
         self._cache.move_to_end(starts)
         return mask
 
+    @property
+    def vocab_size(self) -> int:
+        return self._vocab
+
+    def all_blank(self, tokens: torch.Tensor) -> bool:
+        """Whether every one of `tokens` (committed ids) writes only blanks."""
+        return not bool((~self.blank[tokens.clamp(min=0, max=self._vocab - 1)]).any())
+
     def _text(self, canvas: torch.Tensor, mask_id: int) -> torch.Tensor:
         """bool, canvas-shaped: the slots holding a token that writes something not blank."""
         return (canvas != mask_id) & ~self.blank[canvas.clamp(min=0, max=self._vocab - 1)]

@@ -226,3 +226,55 @@ def test_a_first_pass_drafts_only_what_a_healed_first_slot_may_take(monkeypatch)
     for d, p in zip(drafted, plain):
         assert d.text == p.text and d.tokens == p.tokens
     assert sum(d.committed_per_pass[0] for d in drafted) > len(LINE_STARTS)  # first passes keep drafts
+
+
+EMPTY_BODIES = [  # new functions' empty bodies, where the draft head would guess a docstring after the line break
+    Hole(prefix="import os\n\n\ndef read_config(path):\n    with open(path) as f:\n        return f.read()\n\n\n"
+                "def test():\n    ",
+         suffix="\n\n\nif __name__ == '__main__':\n    test()\n", max_tokens=48, stop_indent=4, max_lines=4),
+    Hole(prefix="import math\n\n\ndef area(r):\n    return math.pi * r * r\n\n\ndef circumference(r):\n    ",
+         suffix="\n", max_tokens=48, stop_indent=4, max_lines=4),
+]
+
+
+def test_an_empty_bodys_drafts_obey_its_banned_starts(monkeypatch):
+    """Hole.banned_starts (no docstring or comment first: the language server's empty body):
+    the base may not write a banned token while the fill is blank, so the draft head's guesses
+    there skip banned tokens too (a chain guessing `\"\"\"` after the line break was refused
+    at it, a pass's draft lost). Every guess made under the ban obeys it; fills unchanged."""
+    from dllm_engine import draft_head
+    from dllm_engine.engine import Engine, EngineConfig
+    from dllm_lsp.syntax.languages import language_named
+
+    prose = language_named("python").prose_starts
+    holes = [Hole(**{**h.__dict__, "banned_starts": prose}) for h in EMPTY_BODIES]
+    seen = []
+    guess = draft_head.DraftHead.guess_chains
+
+    def spy(self, hidden, tokens, steps, width, first_allowed=None, start_ban=None):
+        out = guess(self, hidden, tokens, steps, width, first_allowed, start_ban)
+        if start_ban is not None:
+            seen.append((out[0], *start_ban))
+        return out
+
+    monkeypatch.setattr(draft_head.DraftHead, "guess_chains", spy)
+    with_head = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
+    one_at_a_time = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native",
+                                        draft_tokens=0))
+    try:
+        drafted = [with_head.infill(InfillRequest(holes=[h])).holes[0] for h in holes]
+        plain = [one_at_a_time.infill(InfillRequest(holes=[h])).holes[0] for h in holes]
+    finally:
+        with_head.shutdown()
+        one_at_a_time.shutdown()
+    for d, p in zip(drafted, plain):
+        # (the tokens written may differ: a pass's kept drafts can run past where the block's end cuts)
+        assert d.text == p.text and d.text.strip() and d.passes < p.passes
+        assert not d.text.lstrip().startswith(prose)
+    assert seen  # the head guessed under a live ban
+    for chains, banned, blank in seen:
+        for row, row_chains in enumerate(chains.tolist()):
+            for chain in row_chains:
+                for j, t in enumerate(chain):
+                    if all(bool(blank[c]) for c in chain[:j]):
+                        assert not bool(banned[row, t]), (chain, j)

@@ -94,6 +94,43 @@ def test_a_restricted_first_guess_is_one_of_the_allowed_tokens(tiny_shifted_mode
     assert torch.allclose(probs[2], free_probs[2]) and float(free_probs[0].sum()) < 1
 
 
+def test_a_start_ban_holds_while_a_chain_is_blank(tiny_shifted_model):
+    """guess_chains' `start_ban` (Hole.banned_starts as the base obeys it): while a chain's
+    guesses are all blank tokens, the next may not be a banned one; once a chain has written
+    text, the ban is over; a row without a ban guesses as before."""
+    loaded = load(str(tiny_shifted_model))
+    vocab = loaded.config.vocab_size
+    head = random_head(loaded.model, vocab=vocab)
+    hidden, tokens = torch.randn(2, loaded.config.hidden_size), torch.tensor([5, 6])
+    free = head.guess_top(hidden, tokens, 4, 1)
+    blank = torch.zeros(vocab, dtype=torch.bool)
+    banned = torch.zeros(2, vocab, dtype=torch.bool)
+    # row 0: its free first guess counts as blank, its free second guess is banned
+    blank[int(free[0, 0, 0])] = True
+    banned[0, int(free[0, 0, 1])] = True
+    kept = head.guess_top(hidden, tokens, 4, 1, start_ban=(banned, blank))
+    assert kept[0, 0, 0] == free[0, 0, 0] and kept[0, 0, 1] != free[0, 0, 1]
+    assert torch.equal(kept[1], free[1])  # no ban on row 1
+    # with the first guess banned, the chain starts elsewhere
+    first = banned.clone()
+    first[0, int(free[0, 0, 0])] = True
+    assert head.guess_top(hidden, tokens, 4, 1, start_ban=(first, blank))[0, 0, 0] != free[0, 0, 0]
+    # a chain that has written text is past the ban: nothing blank, so only its first guess obeys it
+    after = head.guess_top(hidden, tokens, 4, 1, start_ban=(banned, torch.zeros_like(blank)))
+    assert torch.equal(after[0], free[0]) or bool(banned[0, int(free[0, 0, 0])])
+    # over many rows and chains: no banned token ever follows only blanks
+    n = 16
+    hidden, tokens = torch.randn(n, loaded.config.hidden_size), torch.randint(5, vocab, (n,))
+    blank = torch.rand(vocab) < 0.5
+    banned = torch.rand(n, vocab) < 0.3
+    chains = head.guess_top(hidden, tokens, 4, 3, start_ban=(banned, blank))
+    for row in range(n):
+        for chain in chains[row].tolist():
+            for j, t in enumerate(chain):
+                if all(bool(blank[c]) for c in chain[:j]):
+                    assert not bool(banned[row, t]), (row, chain, j)
+
+
 def test_fills_are_the_same_with_the_head_on_and_off(tiny_shifted_model, head_dir):
     on = engine_for(tiny_shifted_model, draft_head=str(head_dir))
     off = engine_for(tiny_shifted_model, draft_head="none")
@@ -134,7 +171,7 @@ def test_a_head_that_guesses_right_saves_passes(tiny_shifted_model, head_dir, mo
     assert plain.passes >= 6
     seen = []
 
-    def oracle(self, hidden, tokens, steps, width, first_allowed=None):  # (chains, their first tokens' probabilities)
+    def oracle(self, hidden, tokens, steps, width, first_allowed=None, start_ban=None):  # (chains, their first tokens' probabilities)
         # The slot of the token the head was given: the context's last token first (the
         # canvas's first guess, from the context's own hidden state: slot -1), then the first
         # match after the last one seen.

@@ -332,13 +332,14 @@ class DiffusionTransformer(nn.Module):
             mask = ops.additive_mask(mask, x.dtype)
         new_kv: KV = []
         last = len(self.model.layers) - 1
-        for i, layer in enumerate(self.model.layers):
-            c, s_ = rope_local if self.local[i] else (cos, sin)
-            x, kv = layer(x, c, s_, mask, past[i] if past is not None else None, canvas,
-                          kv_only and i == last and hidden_at is None,
-                          adapter.layers[i] if adapter is not None else None, rows)
-            if return_kv or kv_only:
-                new_kv.append(kv)
+        with ops.masks_shared_by_layers():  # every layer attends under the same mask
+            for i, layer in enumerate(self.model.layers):
+                c, s_ = rope_local if self.local[i] else (cos, sin)
+                x, kv = layer(x, c, s_, mask, past[i] if past is not None else None, canvas,
+                              kv_only and i == last and hidden_at is None,
+                              adapter.layers[i] if adapter is not None else None, rows)
+                if return_kv or kv_only:
+                    new_kv.append(kv)
         if kv_only:
             if hidden_at is not None:
                 self.context_hidden = self.model.norm(x[torch.arange(x.shape[0], device=x.device), hidden_at])

@@ -8,13 +8,15 @@ model, never from environment variables at import time.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
 from dllm_kernels import dispatch as kernels
 
-from .attention_buckets import pad_attention
+from .attention_buckets import bucket_mask, pad_attention
 from .row_buckets import bucket_rows, needs_buckets
 
 Force = str | None  # None: by device; "triton" or "torch": forced
@@ -67,6 +69,7 @@ def rope_qk(q: torch.Tensor, k: torch.Tensor, cos: torch.Tensor, sin: torch.Tens
         q, k = q.contiguous(), k.contiguous()
         half = q.shape[-1] // 2
         return kernels.apply_rope(q, k, cos[:, 0, :, :half].float(), sin[:, 0, :, :half].float(), force="triton")
+    sin = _signed_sin(sin)
     return _rope(q, cos, sin), _rope(k, cos, sin)
 
 
@@ -76,15 +79,24 @@ def rope_fused_qk(qk: torch.Tensor, heads: int, cos: torch.Tensor, sin: torch.Te
     [B, H, S, D] and k [B, Hkv, S, D] as transposed views. The same numbers as rope_qk
     (float32 products of the same operands), in one set of ops instead of two and with no
     copy of q and k before it: on a CPU a small decoding pass is bound by per-op overhead."""
-    out = _rope(qk, cos.transpose(1, 2), sin.transpose(1, 2))
+    out = _rope(qk, cos.transpose(1, 2), _signed_sin(sin).transpose(1, 2))
     q, k = out.split((heads, qk.shape[2] - heads), dim=2)
     return q.transpose(1, 2), k.transpose(1, 2)
 
 
-def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+def _rope(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
+    """x * cos + rotate_half(x) * sin in float32, rounded to x's dtype, with rotate_half's sign
+    carried by `signed_sin` (_signed_sin): the same products, exactly negated, so a layer
+    converts x once and runs no negation."""
     half = x.shape[-1] // 2
-    rotated = torch.cat((-x[..., half:], x[..., :half]), dim=-1)
-    return (x.float() * cos + rotated.float() * sin).to(x.dtype)
+    xf = x.float()
+    return (xf * cos + torch.cat((xf[..., half:], xf[..., :half]), dim=-1) * signed_sin).to(x.dtype)
+
+
+def _signed_sin(sin: torch.Tensor) -> torch.Tensor:
+    """sin with its first half negated (rotate_half's sign), made once a forward."""
+    half = sin.shape[-1] // 2
+    return _per_forward("sin", sin, half, lambda: torch.cat((-sin[..., :half], sin[..., half:]), dim=-1))
 
 
 def additive_mask(mask: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
@@ -102,11 +114,44 @@ def attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Ten
     if isinstance(mask, str):
         return _causal_attention(q, k, v)
     if needs_buckets(q):  # CPU bf16/fp16: a bounded set of kernel shapes
-        s = q.shape[-2]
-        return _attention(*pad_attention(q, k, v, mask, keys))[:, :, :s]
+        s, t = q.shape[-2], keys if keys is not None else k.shape[-2]
+        padded = _per_forward("bucket", mask, (s, t), lambda: bucket_mask(mask, s, t, q.device))
+        return _attention(*pad_attention(q, k, v, mask, keys, padded))[:, :, :s]
     if keys is not None:
         k, v = k[:, :, :keys], v[:, :, :keys]
     return _attention(q, k, v, mask)
+
+
+_forward = threading.local()
+
+
+@contextlib.contextmanager
+def masks_shared_by_layers():
+    """Within it (one model forward on this thread), what attention() derives from a mask (its
+    bucket padding, its rows repeated per query head of a group) is made once and reused by
+    every layer that passes the same mask: they all do, so a 30-layer pass made each 30 times
+    (~1 ms of a ~20 ms CPU decoding pass; benchmarks/RESULTS.md, thirty-fifth session).
+    Scoped to the forward, so a mask edited in place between forwards is never stale."""
+    outer = getattr(_forward, "memo", None)
+    _forward.memo = {}
+    try:
+        yield
+    finally:
+        _forward.memo = outer
+
+
+def _per_forward(what: str, mask: torch.Tensor | None, key, make):
+    """make(), or within masks_shared_by_layers() the value made for this same mask object and
+    key earlier in the forward (the memo holds the mask, so its identity cannot be reused)."""
+    memo = getattr(_forward, "memo", None)
+    if memo is None or mask is None:
+        return make()
+    hit = memo.get(what)
+    if hit is not None and hit[0] is mask and hit[1] == key:
+        return hit[2]
+    value = make()
+    memo[what] = (mask, key, value)
+    return value
 
 
 def _causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:
@@ -135,8 +180,8 @@ def _attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Te
         # same numbers bit for bit (Sapphire Rapids, 2 threads; benchmarks/RESULTS.md). CUDA keeps
         # enable_gqa: its kernels were not measured this way.
         group = h // hkv
-        out = F.scaled_dot_product_attention(q.reshape(b, hkv, group * s, d), k, v,
-                                             attn_mask=mask.repeat(1, 1, group, 1))
+        grouped = _per_forward("group", mask, group, lambda: mask.repeat(1, 1, group, 1))
+        out = F.scaled_dot_product_attention(q.reshape(b, hkv, group * s, d), k, v, attn_mask=grouped)
         return out.view(b, h, s, d)
     return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=h != hkv)
 

@@ -153,3 +153,75 @@ def test_a_mask_per_row_folds_the_query_groups_without_changing_a_bit(dtype, kin
     assert torch.equal(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True))
     # the rows differ: a mask applied to the wrong row would not pass the line above
     assert not torch.equal(mask[:, :, 0], mask[:, :, -1])
+
+
+def test_layers_of_one_forward_share_what_a_mask_derives(monkeypatch):
+    """ops.masks_shared_by_layers (every layer of a forward passes the same mask): the mask's
+    bucket padding and its rows repeated per query head are made once for all the layers,
+    bit for bit the attention each layer would get alone; a different mask object, or the
+    same one after the forward, is never served from it."""
+    from dllm_engine import attention_buckets
+
+    made = Counter()
+    real_bucket = attention_buckets.bucket_mask
+
+    def counting(*args):
+        made["bucket"] += 1
+        return real_bucket(*args)
+
+    monkeypatch.setattr(ops, "bucket_mask", counting)
+    b, h, hkv, s, t, d = 1, 6, 2, 5, 45, 16  # 5 rows, a mask per row (a decoding pass), 45 keys -> 48
+    torch.manual_seed(0)
+    layers = [(torch.randn(b, h, s, d).bfloat16(), torch.randn(b, hkv, t, d).bfloat16(),
+               torch.randn(b, hkv, t, d).bfloat16()) for _ in range(4)]
+    mask = ops.additive_mask(_masks(b, s, t)["full"], torch.bfloat16)
+    alone = [ops.attention(q, k, v, mask) for q, k, v in layers]
+    assert made["bucket"] == 4
+    made.clear()
+    with ops.masks_shared_by_layers():
+        shared = [ops.attention(q, k, v, mask) for q, k, v in layers]
+        other = ops.additive_mask(_masks(b, s, t)["full"].flip(-1), torch.bfloat16)  # another mask
+        q, k, v = layers[0]
+        assert torch.equal(ops.attention(q, k, v, other), ops.attention(q, k, v, other.clone()))
+    assert made["bucket"] == 3  # the first mask once, then `other` and its clone each once
+    for a, c in zip(alone, shared):
+        assert torch.equal(a, c)
+    # outside the forward nothing is kept: the mask edited in place gives its new attention
+    mask.fill_(0.0)
+    q, k, v = layers[0]
+    assert not torch.equal(ops.attention(q, k, v, mask), alone[0])
+
+
+def test_a_forward_is_the_same_with_its_layers_sharing_masks(monkeypatch):
+    """The default-shaped model's bf16 decoding pass over a cached context, the masks shared
+    by its layers or made in each: the same logits bit for bit (rope's sign and the mask's
+    padding and head-group repeat made once a forward)."""
+    import contextlib
+
+    from dllm_engine.layout import causal_mask
+    from dllm_engine.model import DiffusionTransformer
+    from dllm_engine.model_config import ModelConfig
+
+    cfg = ModelConfig(vocab_size=300, hidden_size=96, num_layers=3, num_heads=6, num_kv_heads=2,
+                      intermediate_size=160, head_dim=16, mask_token_id=1, pad_token_id=0, eos_token_id=2)
+    torch.manual_seed(0)
+    model = DiffusionTransformer(cfg).bfloat16().eval()
+    model.fuse_projections()
+    ctx, rows = 45, 5  # a 45-token context, then 5 rows (the held-out token and 4 drafts)
+    ids = torch.randint(0, 300, (1, ctx + rows))
+    with torch.inference_mode():
+        _, kv = model(ids[:, :ctx], torch.arange(ctx)[None], mask=causal_mask(0, ctx, "cpu"), return_kv=True)
+
+        def step():
+            past = []
+            for k, v in kv:
+                k_buf, v_buf = torch.zeros(1, 2, 64, 16, dtype=k.dtype), torch.zeros(1, 2, 64, 16, dtype=v.dtype)
+                k_buf[:, :, :ctx], v_buf[:, :, :ctx] = k, v
+                past.append((k_buf, v_buf, ctx))
+            return model(ids[:, ctx:], torch.arange(ctx, ctx + rows)[None], mask=causal_mask(ctx, rows, "cpu"),
+                         past=past)[0]
+
+        shared = step()
+        monkeypatch.setattr(ops, "masks_shared_by_layers", contextlib.nullcontext)
+        alone = step()
+    assert torch.equal(shared, alone)

@@ -146,11 +146,11 @@ def _per_forward(what: str, mask: torch.Tensor | None, key, make):
     memo = getattr(_forward, "memo", None)
     if memo is None or mask is None:
         return make()
-    hit = memo.get(what)
+    hit = memo.get((what, id(mask)))  # per object: Gemma's local and global ropes alternate by layer
     if hit is not None and hit[0] is mask and hit[1] == key:
         return hit[2]
     value = make()
-    memo[what] = (mask, key, value)
+    memo[what, id(mask)] = (mask, key, value)
     return value
 
 

@@ -764,11 +764,17 @@ class Engine:
             # the pass's committed rows join their contexts (a branch's rows where it carried them)
             self.runner.fold_committed(new_canvases, paths or None)
         committed = commit.sum(-1).tolist()
+        # Block decoding never re-masks a committed slot: once a healed hole's slot 0 holds its
+        # token, the restriction of that slot is spent (it was applied every pass after, ~1.5%
+        # of a fill's time on a CPU).
+        first_done = commit[:, 0].tolist() if healed and window is not None else None
         self.metrics.pass_done(len(active), sum(committed), time.perf_counter() - t0)
         finished = []
         for row, a in enumerate(active):
             a.passes += 1
             a.committed_per_pass.append(int(committed[row]))
+            if first_done is not None and first_done[row]:
+                a.first_allowed = None
             n = a.canvas.numel()
             if delayed:  # keep the K/V of slots that went in committed; a slot committed now is kept next pass
                 a.canvas_kv = canvas_kv[:, :, row, :, :n]  # a view: the next pass of this batch updates it

@@ -278,3 +278,28 @@ def test_an_empty_bodys_drafts_obey_its_banned_starts(monkeypatch):
                 for j, t in enumerate(chain):
                     if all(bool(blank[c]) for c in chain[:j]):
                         assert not bool(banned[row, t]), (chain, j)
+
+
+def test_a_healed_slots_restriction_ends_once_the_slot_is_written(monkeypatch):
+    """Blocks of 1 never re-mask a committed slot: a healed hole's slot 0 is restricted in its
+    first pass only (before, every pass of the fill applied the spent restriction again);
+    the same fills."""
+    from dllm_engine.engine import Engine, EngineConfig
+
+    restricted = []
+    real = Engine._restrict_first_slot
+    monkeypatch.setattr(Engine, "_restrict_first_slot",
+                        lambda self, logits, canvases, masked, active, healed, compact:
+                        (restricted.append(len(healed)), real(self, logits, canvases, masked, active, healed, compact))[1])
+    engine = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
+    try:
+        fills = [engine.infill(InfillRequest(holes=[h])).holes[0] for h in LINE_STARTS]
+        assert len(restricted) == len(LINE_STARTS)  # one pass each
+        restricted.clear()
+        batched = engine.infill(InfillRequest(holes=list(LINE_STARTS))).holes
+    finally:
+        engine.shutdown()
+    assert restricted == [len(LINE_STARTS)]  # the batch's first pass, every hole at once
+    assert all(f.passes > 1 for f in fills)
+    for f, b in zip(fills, batched):
+        assert f.text == b.text and f.text.strip()

@@ -180,6 +180,21 @@ def test_a_draft_tree_checks_several_guesses_a_pass_and_changes_no_token(monkeyp
     assert guessed and all(slot == 0 and chains and len(probs) == len(chains) for slot, chains, probs in guessed)
 
 
+def _with_head_and_one_token_a_pass(holes):
+    """Each hole filled alone with the shipped draft head (the default decoding), and one token a pass."""
+    from dllm_engine.engine import Engine, EngineConfig
+
+    with_head = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
+    one_at_a_time = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native",
+                                        draft_tokens=0))
+    try:
+        return ([with_head.infill(InfillRequest(holes=[h])).holes[0] for h in holes],
+                [one_at_a_time.infill(InfillRequest(holes=[h])).holes[0] for h in holes])
+    finally:
+        with_head.shutdown()
+        one_at_a_time.shutdown()
+
+
 LINE_STARTS = [  # holes at a line's start, its indentation part of the fill: slot 0 is healed
     Hole(prefix="def mean(values):\n    if not values:\n        raise ValueError('empty')\n\n",
          suffix="\n", max_tokens=16, stop=("\n",)),
@@ -199,7 +214,6 @@ def test_a_first_pass_drafts_only_what_a_healed_first_slot_may_take(monkeypatch)
     the head guessed as if unhealed, e.g. '\\n   ' where only '\\n\\n   ' could stand, and most
     first passes kept one token). Fills unchanged; fewer passes than one token at a time."""
     import dllm_engine.engine as engine_module
-    from dllm_engine.engine import Engine, EngineConfig
 
     first_drafts = []
     plan = engine_module.canvas_drafts
@@ -213,15 +227,7 @@ def test_a_first_pass_drafts_only_what_a_healed_first_slot_may_take(monkeypatch)
         return out
 
     monkeypatch.setattr(engine_module, "canvas_drafts", spy)
-    with_head = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
-    one_at_a_time = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native",
-                                        draft_tokens=0))
-    try:
-        drafted = [with_head.infill(InfillRequest(holes=[h])).holes[0] for h in LINE_STARTS]
-        plain = [one_at_a_time.infill(InfillRequest(holes=[h])).holes[0] for h in LINE_STARTS]
-    finally:
-        with_head.shutdown()
-        one_at_a_time.shutdown()
+    drafted, plain = _with_head_and_one_token_a_pass(LINE_STARTS)
     assert len(first_drafts) == len(LINE_STARTS) and all(first_drafts), first_drafts
     for d, p in zip(drafted, plain):
         assert d.text == p.text and d.tokens == p.tokens
@@ -243,7 +249,6 @@ def test_an_empty_bodys_drafts_obey_its_banned_starts(monkeypatch):
     there skip banned tokens too (a chain guessing `\"\"\"` after the line break was refused
     at it, a pass's draft lost). Every guess made under the ban obeys it; fills unchanged."""
     from dllm_engine import draft_head
-    from dllm_engine.engine import Engine, EngineConfig
     from dllm_lsp.syntax.languages import language_named
 
     prose = language_named("python").prose_starts
@@ -258,15 +263,7 @@ def test_an_empty_bodys_drafts_obey_its_banned_starts(monkeypatch):
         return out
 
     monkeypatch.setattr(draft_head.DraftHead, "guess_chains", spy)
-    with_head = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
-    one_at_a_time = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native",
-                                        draft_tokens=0))
-    try:
-        drafted = [with_head.infill(InfillRequest(holes=[h])).holes[0] for h in holes]
-        plain = [one_at_a_time.infill(InfillRequest(holes=[h])).holes[0] for h in holes]
-    finally:
-        with_head.shutdown()
-        one_at_a_time.shutdown()
+    drafted, plain = _with_head_and_one_token_a_pass(holes)
     for d, p in zip(drafted, plain):
         # (the tokens written may differ: a pass's kept drafts can run past where the block's end cuts)
         assert d.text == p.text and d.text.strip() and d.passes < p.passes

@@ -30,10 +30,18 @@ def make_client(engine: str, model: str | None, socket: str | None):
 async def _run_local(args, recipe: Recipe, files: list[str], options: RunOptions) -> list[FileResult]:
     loop = asyncio.get_running_loop()
     task = asyncio.current_task()
-    try:
-        loop.add_signal_handler(signal.SIGTERM, task.cancel)
-    except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here
-        pass
+    # Ctrl-C too cancels from the event loop, between its callbacks. asyncio.run's own SIGINT
+    # handler cancels the task from inside whatever code the signal lands in: landing inside a
+    # semaphore's release (between its waiter's done() and set_result()) it cancelled that very
+    # waiter, the release raised InvalidStateError and the run exited 1 with a traceback instead
+    # of 130 (a CI run of tests/refactor/test_interrupt.py, thirty-fifth session). A run started
+    # with Ctrl-C ignored (a background job) keeps it ignored.
+    signals = [signal.SIGTERM] + ([signal.SIGINT] if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN else [])
+    for sig in signals:
+        try:
+            loop.add_signal_handler(sig, task.cancel)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            pass
     client = make_client(args.engine, args.model, args.socket)
     try:
         return await refactor_files(files, recipe, client, options)

@@ -40,8 +40,8 @@ async def _run_local(args, recipe: Recipe, files: list[str], options: RunOptions
     for sig in signals:
         try:
             loop.add_signal_handler(sig, task.cancel)
-        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
-            pass
+        except (NotImplementedError, RuntimeError):  # not the main thread, or no signals here:
+            pass  # the default handling stays (Ctrl-C through asyncio.run's own handler)
     client = make_client(args.engine, args.model, args.socket)
     try:
         return await refactor_files(files, recipe, client, options)

@@ -87,13 +87,36 @@ def fixed_length(hole: Hole) -> bool:
     return hole.bucket is not None and hole.bucket >= hole.max_tokens
 
 
+def _first_code_line(text: str) -> str | None:
+    return next((line for line in text.split("\n") if line.strip()), None)
+
+
+def leaves_open(hole: Hole, text: str, cut: str) -> bool:
+    """Whether ending the fill `text` at `cut` leaves its last line open: the fill's next line
+    is indented deeper than it (the body of a block it opens, the rest of a call or a literal
+    it started) and the code after the hole is not (nothing there goes on with it). Such a cut
+    is never right, yet a small base reads the code after it well enough to pick it: on 60
+    empty function bodies of the standard library it kept an `if ...:` or `for ...:` line
+    alone in 6, and the editor shows nothing of a lone block opener."""
+    lines = (hole.prefix[hole.prefix.rfind("\n") + 1:] + cut).split("\n")  # the cut as it stands in the file
+    last = next((line for line in reversed(lines) if line.strip()), None)
+    after_cut = _first_code_line(text[len(cut):])
+    if last is None or after_cut is None:
+        return False
+    depth = len(_indent(last))
+    return len(_indent(after_cut)) > depth and len(_indent(_first_code_line(hole.suffix) or "")) <= depth
+
+
 def cuts_for(hole: Hole, result: HoleResult) -> list[str]:
     """The cuts a finished fill's end is chosen from; [] when it is not chosen (not asked, a
-    fixed length, the fill cut short, no line cut fits the hole, or no line break inside it)."""
+    fixed length, the fill cut short, no line cut fits the hole, or no line break inside it).
+    A cut that leaves its last line open (leaves_open) is not one of them."""
     end = hole_end(hole)
     if not hole.choose_end or fixed_length(hole) or result.finish_reason not in CHOSEN_AFTER or end is None:
         return []
-    return line_cuts(result.text, with_break=end == "line start")
+    cuts = [cut for cut in line_cuts(result.text, with_break=end == "line start")
+            if not leaves_open(hole, result.text, cut)]
+    return cuts if len(cuts) > 1 else []  # the whole fill alone: nothing to choose
 
 
 def end_candidates(hole: Hole, results: list[HoleResult]) -> list[tuple[str, int]]:

@@ -5,7 +5,7 @@ check is tests/bases/test_fill_end_default.py)."""
 import pytest
 
 from dllm_engine import fill_end
-from dllm_engine.fill_end import MAX_CUTS, choose_end, cuts_for, end_candidates, hole_end, line_cuts
+from dllm_engine.fill_end import MAX_CUTS, choose_end, cuts_for, end_candidates, hole_end, leaves_open, line_cuts
 from dllm_engine.protocol import Hole, HoleResult, ProtocolError
 
 HOLE = Hole(prefix="def mean(values):\n    values = list(values)\n", suffix="    print(values)\n")  # ends at a line start
@@ -55,6 +55,27 @@ def test_the_end_is_chosen_only_for_a_finished_fill_with_a_line_break_before_cod
     assert cuts_for(Hole(prefix=HOLE.prefix, suffix="    y\n", max_tokens=64, bucket=8), result("a\nb")) == ["a\n", "a\nb"]
     for reason in ("unsure", "deadline", "cancelled"):
         assert cuts_for(HOLE, result("a\nb", reason)) == []
+
+
+def test_a_cut_that_leaves_its_last_line_open_is_not_tried():
+    body = Hole(prefix="class A:\n    def f(self, items):\n        ", suffix="\n\n    def g(self):\n        pass\n")
+    fill = "for item in items:\n            if item:\n                yield item\n        return None"
+    # The lone `for` line and the lone `if` line would open a block the code after the hole does not fill.
+    assert leaves_open(body, fill, "for item in items:") and leaves_open(body, fill, "for item in items:\n            if item:")
+    assert not leaves_open(body, fill, "for item in items:\n            if item:\n                yield item")
+    assert not leaves_open(body, fill, fill)  # the whole fill: nothing after it
+    assert cuts_for(body, result(fill)) == ["for item in items:\n            if item:\n                yield item", fill]
+    # A call left open at its line break is open too.
+    call = "x = f(\n            1)\n        return x"
+    assert cuts_for(body, result(call)) == ["x = f(\n            1)", call]
+    assert cuts_for(body, result("x = f(\n            1)")) == []  # the whole fill alone: nothing to choose
+    # Where the code after the hole is the block's body (deeper than the cut's line), the cut is its header.
+    header = Hole(prefix="def f(items):\n    ", suffix="\n        yield item\n")
+    assert not leaves_open(header, "for item in items:\n        print(item)", "for item in items:")
+    # Measured from the line as it stands in the file: the prefix's part of it counts.
+    inline = Hole(prefix="def f(items):\n    for item in ", suffix="\n    return 1\n")
+    assert leaves_open(inline, "items:\n        pass", "items:")
+    assert not leaves_open(inline, "items:\n        pass\n    x = 1", "items:\n        pass")
 
 
 def test_choose_end_is_a_boolean_at_the_boundary():

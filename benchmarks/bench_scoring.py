@@ -17,9 +17,11 @@ Arms, interleaved per name (one engine; the arm picks the scoring path):
   model decoded in blocks of 1).
 With `--heads N`, file heads of 3,000 characters (what the server scores when a file opens,
 ~850-1,000 tokens) are scored by the causal path alone (the masked path refused spans over
-512 tokens) and timed.
+512 tokens) and timed; with `--pastes N`, the region a pasted block of ~2,400 characters
+halfway into a file makes (2,400 characters of code before it: every window after the first
+runs past the model's context budget), likewise.
 
-    python benchmarks/bench_scoring.py [--regions 40] [--heads 10] [--threads 2] [--seed 0]
+    python benchmarks/bench_scoring.py [--regions 40] [--heads 10] [--pastes 0] [--threads 2] [--seed 0]
 """
 
 from __future__ import annotations
@@ -117,6 +119,7 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--regions", type=int, default=40)
     p.add_argument("--heads", type=int, default=10)
+    p.add_argument("--pastes", type=int, default=0)
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--json", action="store_true")
@@ -156,6 +159,15 @@ def main() -> int:
                 continue
             _, _, ms = flags(engine, text, changed_region(None, text))
             heads.append(ms)
+        pastes = []
+        for path in sorted((ROOT / "engine" / "dllm_engine").rglob("*.py")):
+            text = path.read_text()
+            if len(pastes) >= args.pastes or len(text) < 4 * REGION_MAX_CHARS:
+                continue
+            start = text.find("\n", len(text) // 2) + 1
+            end = text.find("\n", start + 2400) + 1
+            _, _, ms = flags(engine, text, changed_region(text[:start] + text[end:], text))
+            pastes.append(ms)
     finally:
         engine.shutdown()
 
@@ -171,7 +183,8 @@ def main() -> int:
     head = (f"{cpu_name()}, {args.threads} threads, default model ({engine.weights} weights); {len(cut)} names (seed"
             f" {args.seed}), each region scored clean, with a typo and with a wrong name")
     if args.json:
-        print(json.dumps({"machine": head, "rows": rows, "before": before, "heads_ms": heads}, indent=1))
+        print(json.dumps({"machine": head, "rows": rows, "before": before, "heads_ms": heads, "pastes_ms": pastes},
+                         indent=1))
         return 0
     print(head)
     print("| arm | p50 ms | p95 ms | typos flagged / given back | wrong names flagged / given back |"
@@ -199,6 +212,9 @@ def main() -> int:
     if heads:
         print(f"File heads of {REGION_MAX_CHARS} characters, causal: {len(heads)} files, p50 "
               f"{statistics.median(heads):.0f} ms, max {max(heads):.0f} ms")
+    if pastes:
+        print(f"Pasted blocks' regions, causal: {len(pastes)} files, p50 {statistics.median(pastes):.0f} ms, "
+              f"max {max(pastes):.0f} ms")
     return 0
 
 

@@ -118,8 +118,9 @@ class ModelRunner:
             return min(self.config.max_position_embeddings, self.config.sliding_window)
         return self.config.max_position_embeddings
 
-    def _context_ids(self, prefix_ids: list[int], suffix_ids: list[int], canvas_room: int) -> torch.Tensor:
-        trained = self.config.extra.get("context_tokens")
+    def _context_ids(self, prefix_ids: list[int], suffix_ids: list[int], canvas_room: int,
+                     trim: bool = True) -> torch.Tensor:
+        trained = self.config.extra.get("context_tokens") if trim else None
         if trained:  # a model trained on short contexts sees what it was trained on
             prefix_ids, suffix_ids = trim_to_trained(prefix_ids, suffix_ids, int(trained) - 2)
         ids_list = native_context_ids(prefix_ids, suffix_ids, self.config)
@@ -204,8 +205,11 @@ class ModelRunner:
         return ctx
 
     @torch.inference_mode()
-    def encode_context(self, prefix_ids: list[int], suffix_ids: list[int], canvas_room: int) -> EncodedContext:
-        ids, last = self._hold_out_last(self._context_ids(prefix_ids, suffix_ids, canvas_room))
+    def encode_context(self, prefix_ids: list[int], suffix_ids: list[int], canvas_room: int,
+                       trim: bool = True) -> EncodedContext:
+        """`trim` False: past the model's context budget (config extra `context_tokens`), up to
+        its window (scoring.py's later windows, which extend the first one's context)."""
+        ids, last = self._hold_out_last(self._context_ids(prefix_ids, suffix_ids, canvas_room, trim))
         ctx = self._encode(ids)
         ctx.last_id, ctx.ids = last, ids
         return ctx
@@ -260,9 +264,10 @@ class ModelRunner:
         start (prepare.py); the cache's hit statistics count requests only."""
         return self._encode(ids, count=False)
 
-    def cache_ids(self, prefix_ids: list[int], suffix_ids: list[int]) -> torch.Tensor:
-        """The tokens a request with this context keeps in the cache (no canvas room asked)."""
-        return self._hold_out_last(self._context_ids(prefix_ids, suffix_ids, 1))[0]
+    def cache_ids(self, prefix_ids: list[int], suffix_ids: list[int], trim: bool = True) -> torch.Tensor:
+        """The tokens a request with this context keeps in the cache (no canvas room asked);
+        `trim` as in encode_context."""
+        return self._hold_out_last(self._context_ids(prefix_ids, suffix_ids, 1, trim))[0]
 
     def _encode(self, ids: torch.Tensor, count: bool = True) -> EncodedContext:
         # The native canvas reads only the context's K/V, never the last token's hidden

@@ -31,7 +31,9 @@ scored. Encoded in the window's one call, the ~1,000 tokens of context around a 
 held the engine ~1.3 s on a 2-core AMD EPYC, and the keystroke that ended the typist's rest
 waited for all of it (the keystroke replay's slowest single-line answers, queued 0.3-1.3 s).
 A window after the first extends the context before it (its prefix holds the windows before
-it), so only its own tokens are encoded.
+it), so only its own tokens are encoded: for a causal model the prefix is trimmed to the
+context budget once, for the first window, and later windows keep that start and run past the
+budget (_nested_start; trimmed each on its own, they started further on and re-encoded it all).
 """
 
 from __future__ import annotations
@@ -71,12 +73,18 @@ def score_span(engine, request: ScoreRequest, call: Callable[[Callable[[], T]], 
     mark = cache.mark() if hasattr(cache, "mark") else None
     contexts = []  # each window's context as cached: forgotten once the span is scored
     try:
+        nested = _nested_start(engine.runner, prefix_ids, suffix_ids, len(ids))
         for a in range(0, len(ids), WINDOW_TOKENS):
             b = min(len(ids), a + WINDOW_TOKENS)
-            before, after = _window_context(engine.runner, prefix_ids, ids, suffix_ids, a, b)
-            contexts += _encode_in_chunks(engine.runner, before, after, call)
-            scored = call(lambda a=a, b=b, before=before, after=after:
-                          _score_window(engine, before, after, ids, a, b, request.stride))
+            if nested is not None:  # each window's context is the one before it and that window's tokens
+                start, after = nested
+                before, trim = (prefix_ids + ids[:a])[start:], False
+            else:
+                before, after = _window_context(engine.runner, prefix_ids, ids, suffix_ids, a, b)
+                trim = True
+            contexts += _encode_in_chunks(engine.runner, before, after, call, trim)
+            scored = call(lambda a=a, b=b, before=before, after=after, trim=trim:
+                          _score_window(engine, before, after, ids, a, b, request.stride, trim))
             for j, (p_actual, p_best, alternative) in enumerate(scored, start=a):
                 start, end = offsets[j]
                 tokens.append(TokenScore(start=start, end=end, text=request.span[start:end], prob=p_actual,
@@ -104,26 +112,49 @@ def _window_context(runner, prefix_ids: list[int], ids: list[int], suffix_ids: l
     return before, after
 
 
-def _encode_in_chunks(runner, before: list[int], after: list[int], call) -> list[torch.Tensor]:
+def _nested_start(runner, prefix_ids: list[int], suffix_ids: list[int], span: int) -> tuple[int, list[int]] | None:
+    """(where the prefix starts, the suffix kept) for every window of a causal span: the first
+    window's context as a request there would have it (trimmed to the model's context budget,
+    `context_tokens`), each later window's the same start with the span before it appended, past
+    the budget where it must be, inside the model's window. None where that does not fit or the
+    model does not read causally (then each window is trimmed to the budget on its own).
+
+    Why: a later window's context trimmed on its own starts WINDOW_TOKENS further on, so the
+    cache served it nothing past the suffix and its whole context was encoded again (a 1,500-
+    character span 1,600 tokens into a file: 2.6 s, ~1 s of it encoding contexts already read).
+    A pretrained base's budget is a request's latency, not what it can read (bases/catalog.py)."""
+    budget = runner.config.extra.get("context_tokens")
+    if not reads_causally(runner) or not budget:
+        return None
+    kept, after = trim_to_trained(prefix_ids, suffix_ids, int(budget) - 2)  # as runner._context_ids trims
+    if len(kept) + span + len(after) + _SPECIALS > runner.window:
+        return None
+    return len(prefix_ids) - len(kept), after
+
+
+def _encode_in_chunks(runner, before: list[int], after: list[int], call, trim: bool = True) -> list[torch.Tensor]:
     """Encode a window's context into the prefix cache CONTEXT_CHUNK tokens per engine call
     (`call`), each chunk onto the one before; the context's cached tokens, or nothing where the
-    runner keeps no exact context cache (a bidirectional family encodes with the canvas)."""
+    runner keeps no exact context cache (a bidirectional family encodes with the canvas).
+    `trim`: as runner.encode_context's."""
     if not hasattr(runner, "encode_tokens"):
         return []
-    ids = call(lambda: runner.cache_ids(before, after))
+    ids = call(lambda: runner.cache_ids(before, after, trim))
     encode_in_chunks(runner, ids, call, CONTEXT_CHUNK)
     return [ids]
 
 
 @torch.inference_mode()
 def _score_window(engine, before: list[int], after: list[int], ids: list[int], a: int, b: int,
-                  stride: int) -> list[tuple[float, float, str]]:
+                  stride: int, trim: bool = True) -> list[tuple[float, float, str]]:
     """(probability of the token there, the best token's probability, the best token's text) for
-    ids[a:b], after the context `before` and `after` (_window_context)."""
+    ids[a:b], after the context `before` and `after` (_window_context, or _nested_start's with
+    `trim` False)."""
     runner, special = engine.runner, engine.special
     causal = reads_causally(runner)
     n = b - a
-    ctx = runner.encode_context(before, after, n)
+    # (a family runner, whose windows never nest, takes no `trim`)
+    ctx = runner.encode_context(before, after, n) if trim else runner.encode_context(before, after, n, trim=False)
     span = torch.tensor(ids[a:b], device=runner.device)
     # A window's rows and their logits are blocks of megabytes, all freed when it ends: from
     # the arena, not each its own mmap, as a context's encoding (mmap_threshold.py).

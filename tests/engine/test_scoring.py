@@ -194,3 +194,64 @@ def test_a_request_between_a_scorings_chunks_keeps_its_context(causal_engine, mo
     ids = engine.runner.cache_ids(prefix_ids, suffix_ids)
     assert engine.runner.cache.lookup(ids, count=False, full=True)[2] == ids.numel()
     assert len(engine.runner.cache) <= before + 1
+
+
+def test_later_windows_extend_the_first_windows_context(causal_engine, monkeypatch):
+    """With a context budget (config extra `context_tokens`) the prefix is trimmed once, for the
+    first window; every later window keeps that start and appends the span before it, so each
+    context token is encoded once (trimmed on its own, a later window's context started further
+    on and was encoded whole again), and each token still scores as its own fill would there."""
+    from dllm_engine import scoring
+
+    engine, runner = causal_engine, causal_engine.runner
+    prefix = "".join(f"a_{i} = {i}\n" for i in range(30))
+    span, suffix = "".join(f"b_{i} = a_{i} + 1\n" for i in range(12)), "print(b_11)\n"
+    prefix_ids, ids = engine.tokenizer.encode(prefix), engine.tokenizer.encode(span)
+    suffix_ids = engine.tokenizer.encode(suffix)
+    monkeypatch.setitem(runner.config.extra, "context_tokens", 100)
+    monkeypatch.setattr(scoring, "WINDOW_TOKENS", 40)  # more than the trim's step: trimmed alone, each window moved it
+    assert len(prefix_ids) > 100 and len(ids) > 2 * 40
+    encoded = []
+    real_encode = runner._encode
+
+    def counting(ids_, count=True):
+        ctx = real_encode(ids_, count)
+        encoded.append(ctx.length - ctx.reused)
+        return ctx
+
+    monkeypatch.setattr(runner, "_encode", counting)
+    engine.drop_caches()
+    r = engine.score(ScoreRequest(prefix=prefix, span=span, suffix=suffix))
+    assert "".join(t.text for t in r.tokens) == span
+    start, after = scoring._nested_start(runner, prefix_ids, suffix_ids, len(ids))
+    first = len(runner.cache_ids(prefix_ids[start:], after, trim=False)) + 1  # and its held-out last token
+    assert 0 < start and sum(encoded) <= first + len(ids)  # nothing encoded twice
+    monkeypatch.setattr(runner, "_encode", real_encode)
+    for j in (0, 45, 85, len(ids) - 1):  # a token of each window, as a fill there would read it
+        before = (prefix_ids + ids[:j])[start:]
+        probs = engine.between_passes(lambda: _first_slot_probs_untrimmed(engine, before, after))
+        assert math.isclose(float(probs[ids[j]]), r.tokens[j].prob, rel_tol=1e-4, abs_tol=1e-9), j
+
+
+@torch.inference_mode()
+def _first_slot_probs_untrimmed(engine, prefix_ids, suffix_ids):
+    runner = engine.runner
+    ctx = runner.encode_context(prefix_ids, suffix_ids, 1, trim=False)
+    logits = runner.canvas_logits([ctx], torch.tensor([[engine.special.mask]]), torch.tensor([1]))[0, 0].float()
+    runner.forget_batch()
+    logits[list(engine.special.banned)] = float("-inf")
+    return logits.softmax(-1)
+
+
+def test_windows_are_trimmed_one_by_one_where_the_span_does_not_fit_the_window(causal_engine, monkeypatch):
+    from dllm_engine import scoring
+    from dllm_engine.runner import trim_to_trained
+
+    runner = causal_engine.runner
+    prefix, suffix = list(range(5, 100)), [5, 6]
+    monkeypatch.setitem(runner.config.extra, "context_tokens", 48)
+    start, after = scoring._nested_start(runner, prefix, suffix, 40)
+    assert (prefix[start:], after) == trim_to_trained(prefix, suffix, 46)  # the first window's, as a request's
+    assert scoring._nested_start(runner, prefix, suffix, runner.window) is None  # past the window
+    monkeypatch.delitem(runner.config.extra, "context_tokens")
+    assert scoring._nested_start(runner, prefix, suffix, 40) is None  # no budget: nothing trimmed

@@ -215,11 +215,17 @@ class ModelRunner:
         return ctx
 
     @torch.inference_mode()
-    def score_rows(self, contexts: list[EncodedContext], tokens: torch.Tensor, lens: torch.Tensor) -> torch.Tensor:
+    def score_rows(self, contexts: list[EncodedContext], tokens: torch.Tensor, lens: torch.Tensor,
+                   extend: bool = False) -> torch.Tensor:
         """Logits [B, W, V] predicting each of `tokens` [B, W] (real up to lens[b]) from its
         context and the tokens before it: a causal chain after each context (a shifted-logit
-        model: row 0 is the context's held-out token), whatever block size the canvas decodes in."""
+        model: row 0 is the context's held-out token), whatever block size the canvas decodes in.
+        `extend` (one context, all W tokens real): the rows' K/V also go into the prefix cache
+        as that context's extension, the context of the tokens after them (held out: the last
+        token), as encoding it would store them (scoring.py's next window reads it from there)."""
         b, width = tokens.shape
+        if extend and (b != 1 or int(lens[0]) != width or contexts[0].ids is None):
+            raise ValueError("extend scores one context's rows, all of them real")
         batch = self._stack_contexts(contexts, width)
         ctx_lens, t_max = batch.lens, batch.t_max
         last_ids = torch.tensor([c.last_id for c in contexts], dtype=torch.long, device=self.device)
@@ -227,8 +233,15 @@ class ModelRunner:
         rows = torch.arange(width, device=self.device)[None]
         positions = ctx_lens[:, None] + rows
         mask = shifted_canvas_mask(ctx_lens, t_max, rows.expand(b, -1), rows < lens[:, None])
-        logits, _ = self.model(ids, positions, mask=mask, past=[(k, v, t_max) for k, v in batch.kv])
+        logits, new_kv = self.model(ids, positions, mask=mask, past=[(k, v, t_max) for k, v in batch.kv],
+                                    return_kv=extend)
         self._release(self._batches.pop(tuple(c.serial for c in contexts), None))  # a one-off batch
+        if extend:
+            ctx = contexts[0]
+            key, _, reuse = self.cache.lookup(ctx.ids, count=False, full=True)
+            if reuse == ctx.length == ctx.ids.numel():  # (still cached whole: the rows append to it)
+                self.cache.store(torch.cat((ctx.ids, ids[0].cpu())), key, reuse,
+                                 torch.stack([torch.stack((k[0], v[0])) for k, v in new_kv]))
         return logits
 
     @torch.inference_mode()

@@ -50,9 +50,11 @@ from .runner import trim_to_trained
 
 T = TypeVar("T")
 
-# Tokens scored in one engine call: what a request arriving meanwhile waits for at most (~0.1 s
-# for the default model on 2 cores), and the logits a window holds (25 MB in bf16 at 256 tokens).
-WINDOW_TOKENS = 256
+# Tokens scored in one engine call: what a request arriving meanwhile waits for at most (~0.2 s
+# for the default model on 2 cores, its LM head over every row most of it; 0.4 s at 256), and
+# the logits a window holds (12 MB in bf16). A causal span's windows cost no more for being
+# short: each extends the cached context with its rows' K/V (_score_window's `extend`).
+WINDOW_TOKENS = 128
 # Context tokens encoded in one engine call: what a request arriving meanwhile waits for at
 # most (~0.2 s on 2 cores), the cursor prepare's chunk.
 CONTEXT_CHUNK = PREPARE_CHUNK
@@ -83,8 +85,11 @@ def score_span(engine, request: ScoreRequest, call: Callable[[Callable[[], T]], 
                 before, after = _window_context(engine.runner, prefix_ids, ids, suffix_ids, a, b)
                 trim = True
             contexts += _encode_in_chunks(engine.runner, before, after, call, trim)
-            scored = call(lambda a=a, b=b, before=before, after=after, trim=trim:
-                          _score_window(engine, before, after, ids, a, b, request.stride, trim))
+            extend = nested is not None and b < len(ids)  # the next window's context: this one's and its rows
+            scored = call(lambda a=a, b=b, before=before, after=after, trim=trim, extend=extend:
+                          _score_window(engine, before, after, ids, a, b, request.stride, trim, extend))
+            if extend:
+                contexts.append(engine.runner.cache_ids((prefix_ids + ids[:b])[nested[0]:], after, trim=False))
             for j, (p_actual, p_best, alternative) in enumerate(scored, start=a):
                 start, end = offsets[j]
                 tokens.append(TokenScore(start=start, end=end, text=request.span[start:end], prob=p_actual,
@@ -146,10 +151,11 @@ def _encode_in_chunks(runner, before: list[int], after: list[int], call, trim: b
 
 @torch.inference_mode()
 def _score_window(engine, before: list[int], after: list[int], ids: list[int], a: int, b: int,
-                  stride: int, trim: bool = True) -> list[tuple[float, float, str]]:
+                  stride: int, trim: bool = True, extend: bool = False) -> list[tuple[float, float, str]]:
     """(probability of the token there, the best token's probability, the best token's text) for
     ids[a:b], after the context `before` and `after` (_window_context, or _nested_start's with
-    `trim` False)."""
+    `trim` False). `extend`: the rows' K/V extend the context in the cache (runner.score_rows),
+    so the next window's context is there without encoding these tokens again."""
     runner, special = engine.runner, engine.special
     causal = reads_causally(runner)
     n = b - a
@@ -160,7 +166,7 @@ def _score_window(engine, before: list[int], after: list[int], ids: list[int], a
     # the arena, not each its own mmap, as a context's encoding (mmap_threshold.py).
     with mmap_threshold.raised():
         if causal:
-            logits = runner.score_rows([ctx], span[None], torch.tensor([n], device=runner.device))[0]  # [n, V]
+            logits = runner.score_rows([ctx], span[None], torch.tensor([n], device=runner.device), extend=extend)[0]
         else:
             logits = _masked_logits(runner, ctx, span, min(stride, n), special.mask)
     out = []

@@ -198,9 +198,10 @@ def test_a_request_between_a_scorings_chunks_keeps_its_context(causal_engine, mo
 
 def test_later_windows_extend_the_first_windows_context(causal_engine, monkeypatch):
     """With a context budget (config extra `context_tokens`) the prefix is trimmed once, for the
-    first window; every later window keeps that start and appends the span before it, so each
-    context token is encoded once (trimmed on its own, a later window's context started further
-    on and was encoded whole again), and each token still scores as its own fill would there."""
+    first window; every later window keeps that start and appends the span before it, whose K/V
+    its window's rows left in the cache: only the first context is encoded (trimmed on its own,
+    a later window's context started further on and was encoded whole again), each token still
+    scores as its own fill would there, and the cache is left as it was."""
     from dllm_engine import scoring
 
     engine, runner = causal_engine, causal_engine.runner
@@ -225,7 +226,8 @@ def test_later_windows_extend_the_first_windows_context(causal_engine, monkeypat
     assert "".join(t.text for t in r.tokens) == span
     start, after = scoring._nested_start(runner, prefix_ids, suffix_ids, len(ids))
     first = len(runner.cache_ids(prefix_ids[start:], after, trim=False)) + 1  # and its held-out last token
-    assert 0 < start and sum(encoded) <= first + len(ids)  # nothing encoded twice
+    assert 0 < start and sum(encoded) <= first  # later contexts: the rows' K/V, nothing encoded twice
+    assert len(runner.cache) == 0  # and none of them left in the cache
     monkeypatch.setattr(runner, "_encode", real_encode)
     for j in (0, 45, 85, len(ids) - 1):  # a token of each window, as a fill there would read it
         before = (prefix_ids + ids[:j])[start:]
@@ -255,3 +257,12 @@ def test_windows_are_trimmed_one_by_one_where_the_span_does_not_fit_the_window(c
     assert scoring._nested_start(runner, prefix, suffix, runner.window) is None  # past the window
     monkeypatch.delitem(runner.config.extra, "context_tokens")
     assert scoring._nested_start(runner, prefix, suffix, 40) is None  # no budget: nothing trimmed
+
+
+def test_rows_extend_a_context_only_when_it_is_one_whole_chain(causal_engine):
+    runner = causal_engine.runner
+    ctx = runner.encode_context([5, 6, 7, 8], [9], 4)
+    with pytest.raises(ValueError, match="one context"):
+        runner.score_rows([ctx], torch.tensor([[3, 4, 5]]), torch.tensor([2]), extend=True)
+    with pytest.raises(ValueError, match="one context"):
+        runner.score_rows([ctx, ctx], torch.tensor([[3, 4, 5], [3, 4, 5]]), torch.tensor([3, 3]), extend=True)

@@ -15,9 +15,10 @@ How a token is scored depends on how the model reads a canvas:
   (4x fewer at the default stride; a changed region's scoring p50 428-438 -> 96-97 ms on 2
   cores, benchmarks/bench_scoring.py).
 
-A span longer than WINDOW_TOKENS is scored in windows of that many tokens, one engine call
-each (a request's passes run between them), each window with the span before it in its
-prefix and, when the model reads both sides, the span after it in its suffix. A span of up
+A span longer than WINDOW_TOKENS (MASKED_WINDOW_TOKENS for a model that reads both ways) is
+scored in windows of that many tokens, one engine call each (a request's passes run between
+them), each window with the span before it in its prefix and, when the model reads both sides,
+the span after it in its suffix. A span of up
 to 4,000 characters (the request's limit; the language server sends up to 3,000) is 850-1,400
 tokens, which a single 512-token limit refused: the language server, which scored a file's
 first 3,000 characters when it opened, got no diagnostics at all for a file longer than
@@ -51,12 +52,19 @@ from .runner import trim_to_trained
 T = TypeVar("T")
 
 # Tokens scored in one engine call: what a request arriving meanwhile waits for at most (~0.2 s
-# for the default model on 2 cores, its LM head over every row most of it; 0.4 s at 256), and
-# the logits a window holds (12 MB in bf16). A causal span's windows cost no more for being
-# short: each extends the cached context with its rows' K/V (_score_window's `extend`).
+# for the default model on 2 cores, its LM head over every row much of it; 0.4 s at 256, about
+# one context chunk's wait now), and the logits a window holds (12 MB in bf16). A causal span's
+# windows cost no more for being short: each extends the cached context with its rows' K/V
+# (_score_window's `extend`). At 64 each window cost a forward more and bought nothing while a
+# context chunk still takes ~0.2 s (bench_scoring.py, thirty-sixth session).
 WINDOW_TOKENS = 128
+# A model that reads both ways masks a window's tokens and reads the span after it as suffix, so
+# each window has a context of its own, encoded whole: fewer, longer windows.
+MASKED_WINDOW_TOKENS = 256
 # Context tokens encoded in one engine call: what a request arriving meanwhile waits for at
-# most (~0.2 s on 2 cores), the cursor prepare's chunk.
+# most (0.11-0.2 s on 2 cores, growing with the context before it), the cursor prepare's chunk.
+# Chunks of 64 halved that wait but made a changed region's scoring (~900 context tokens
+# encoded anew) ~15% dearer (bench_scoring.py, thirty-sixth session).
 CONTEXT_CHUNK = PREPARE_CHUNK
 PROBS_ROWS = 64  # rows normalised at a time: float32 copies of 12 MB, not of the whole window's logits
 _SPECIALS = 4  # context tokens besides prefix and suffix (bos and the markers), with a margin
@@ -76,8 +84,9 @@ def score_span(engine, request: ScoreRequest, call: Callable[[Callable[[], T]], 
     contexts = []  # each window's context as cached: forgotten once the span is scored
     try:
         nested = _nested_start(engine.runner, prefix_ids, suffix_ids, len(ids))
-        for a in range(0, len(ids), WINDOW_TOKENS):
-            b = min(len(ids), a + WINDOW_TOKENS)
+        width = WINDOW_TOKENS if reads_causally(engine.runner) else MASKED_WINDOW_TOKENS
+        for a in range(0, len(ids), width):
+            b = min(len(ids), a + width)
             if nested is not None:  # each window's context is the one before it and that window's tokens
                 start, after = nested
                 before, trim = (prefix_ids + ids[:a])[start:], False

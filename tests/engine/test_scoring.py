@@ -52,10 +52,10 @@ def test_bad_score_requests(engine):
 def test_a_span_longer_than_one_window_is_scored_whole(engine):
     """The language server scores up to 3,000 characters at once (a file's head when it opens):
     more than one window of tokens is scored window by window, not refused."""
-    from dllm_engine.scoring import WINDOW_TOKENS
+    from dllm_engine.scoring import MASKED_WINDOW_TOKENS
 
     span = "".join(f"value_{i} = compute(value_{i - 1}, {i})\n" for i in range(1, 90))
-    assert len(engine.tokenizer.encode(span)) > WINDOW_TOKENS and len(span) <= 4000
+    assert len(engine.tokenizer.encode(span)) > MASKED_WINDOW_TOKENS and len(span) <= 4000
     r = engine.score(ScoreRequest(prefix="def run():\n", span=span, suffix="print(value_89)\n"))
     assert "".join(t.text for t in r.tokens) == span
     assert all(0.0 <= t.prob <= 1.0 and t.alternative_prob >= t.prob - 1e-6 for t in r.tokens)

@@ -18,13 +18,12 @@ How a token is scored depends on how the model reads a canvas:
 A span longer than WINDOW_TOKENS (MASKED_WINDOW_TOKENS for a model that reads both ways) is
 scored in windows of that many tokens, one engine call each (a request's passes run between
 them), each window with the span before it in its prefix and, when the model reads both sides,
-the span after it in its suffix. A span of up
-to 4,000 characters (the request's limit; the language server sends up to 3,000) is 850-1,400
-tokens, which a single 512-token limit refused: the language server, which scored a file's
-first 3,000 characters when it opened, got no diagnostics at all for a file longer than
-~1,700 characters. The contexts are dropped from the prefix cache once the span is scored: no
-completion shares them (their suffix is the code after the span), and kept, the server's hints
-filled the cache with them.
+the span after it in its suffix. A span of up to 4,000 characters (the request's limit; the
+language server sends up to 3,000) is 850-1,400 tokens, which a single 512-token limit refused:
+the language server, which scored a file's first 3,000 characters when it opened, got no
+diagnostics at all for a file longer than ~1,700 characters. The contexts are dropped from the
+prefix cache once the span is scored: no completion shares them (their suffix is the code after
+the span), and kept, the server's hints filled the cache with them.
 
 A window's context is encoded first, in chunks of CONTEXT_CHUNK tokens, one engine call each,
 onto the cached start the chunk before made (prepare.py's way), and only then are its rows
@@ -137,8 +136,10 @@ def _nested_start(runner, prefix_ids: list[int], suffix_ids: list[int], span: in
     cache served it nothing past the suffix and its whole context was encoded again (a 1,500-
     character span 1,600 tokens into a file: 2.6 s, ~1 s of it encoding contexts already read).
     A pretrained base's budget is a request's latency, not what it can read (bases/catalog.py)."""
+    if not reads_causally(runner):
+        return None
     budget = runner.config.extra.get("context_tokens")
-    if not reads_causally(runner) or not budget:
+    if not budget:
         return None
     kept, after = trim_to_trained(prefix_ids, suffix_ids, int(budget) - 2)  # as runner._context_ids trims
     if len(kept) + span + len(after) + _SPECIALS > runner.window:

@@ -70,10 +70,11 @@ def causal_engine(tiny_shifted_model):
 
 
 @torch.inference_mode()
-def _first_slot_probs(engine, prefix_ids, suffix_ids):
-    """The probabilities the engine's fill reads for its first slot after `prefix_ids`."""
+def _first_slot_probs(engine, prefix_ids, suffix_ids, trim=True):
+    """The probabilities the engine's fill reads for its first slot after `prefix_ids` (`trim`:
+    as runner.encode_context's)."""
     runner = engine.runner
-    ctx = runner.encode_context(prefix_ids, suffix_ids, 1)
+    ctx = runner.encode_context(prefix_ids, suffix_ids, 1, trim)
     canvas = torch.tensor([[engine.special.mask]])
     logits = runner.canvas_logits([ctx], canvas, torch.tensor([1]))[0, 0].float()
     runner.forget_batch()
@@ -231,18 +232,8 @@ def test_later_windows_extend_the_first_windows_context(causal_engine, monkeypat
     monkeypatch.setattr(runner, "_encode", real_encode)
     for j in (0, 45, 85, len(ids) - 1):  # a token of each window, as a fill there would read it
         before = (prefix_ids + ids[:j])[start:]
-        probs = engine.between_passes(lambda: _first_slot_probs_untrimmed(engine, before, after))
+        probs = engine.between_passes(lambda: _first_slot_probs(engine, before, after, trim=False))
         assert math.isclose(float(probs[ids[j]]), r.tokens[j].prob, rel_tol=1e-4, abs_tol=1e-9), j
-
-
-@torch.inference_mode()
-def _first_slot_probs_untrimmed(engine, prefix_ids, suffix_ids):
-    runner = engine.runner
-    ctx = runner.encode_context(prefix_ids, suffix_ids, 1, trim=False)
-    logits = runner.canvas_logits([ctx], torch.tensor([[engine.special.mask]]), torch.tensor([1]))[0, 0].float()
-    runner.forget_batch()
-    logits[list(engine.special.banned)] = float("-inf")
-    return logits.softmax(-1)
 
 
 def test_windows_are_trimmed_one_by_one_where_the_span_does_not_fit_the_window(causal_engine, monkeypatch):

@@ -105,6 +105,8 @@ def main() -> int:
             out["draft_tree_tokens"] = int(opts["tree"])
         if "branches" in opts:
             out["draft_branches"] = int(opts["branches"])
+        if "hend" in opts:  # EngineConfig.head_end_prob (an engine before it takes only the default)
+            out["head_end_prob"] = float(opts["hend"])
         return out
 
     def params(arm):  # cand=N: best of N (an engine before candidates takes only the default)

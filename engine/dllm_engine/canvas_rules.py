@@ -92,9 +92,13 @@ def fill_tokens(a: ActiveHole, special: SpecialIds) -> list[int]:
 
 
 def stop_token_mask(stop: tuple[str, ...], tokenizer: TextTokenizer, vocab: int, special: SpecialIds,
-                    device: torch.device) -> torch.Tensor:
-    """bool [V]: the tokens whose text holds a stop string."""
-    hits = [i for i in range(min(vocab, tokenizer.vocab_size)) if any(s in tokenizer.decode([i]) for s in stop)]
+                    device: torch.device, leading: bool = False) -> torch.Tensor:
+    """bool [V]: the tokens whose text holds a stop string (`leading`: begins with one, so
+    the fill's text before the stop is the same whichever of them ends it)."""
+    def hit(text: str) -> bool:
+        return any(text.startswith(s) if leading else s in text for s in stop)
+
+    hits = [i for i in range(min(vocab, tokenizer.vocab_size)) if hit(tokenizer.decode([i]))]
     mask = torch.zeros(vocab, dtype=torch.bool, device=device)
     mask[hits] = True
     mask[list(special.end)] = False

@@ -17,7 +17,9 @@ given step 1's guess, and so on.
 
 It never changes what is committed: the base checks every guessed token (greedy output
 is unchanged, as with text lookup); a poor head costs a little time per pass, never
-quality. It is distilled from the frozen base (training/draft_head.py).
+quality. The one exception, on by default: a single line ends on the head's word where it
+is sure the next token is a line break (head_end.py, EngineConfig.head_end_prob). It is
+distilled from the frozen base (training/draft_head.py).
 
 Files: `draft_head.safetensors` (weights, the vocabulary subset's ids) and
 `draft_head.json` (sizes, the base it belongs to, what it was trained on).
@@ -28,6 +30,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
 import torch.nn.functional as F
@@ -35,6 +38,14 @@ from torch import nn
 
 WEIGHTS_FILE = "draft_head.safetensors"
 CONFIG_FILE = "draft_head.json"
+
+
+class HeadGuesses(NamedTuple):
+    """DraftHead.guess_chains' answer."""
+    chains: torch.Tensor  # long [N, width, steps]: the chains, best first token first
+    first_prob: torch.Tensor  # float [N, width]: the head's probability of each chain's first token
+    end_prob: torch.Tensor | None = None  # float [N]: of the first token being one of its row's `ends`
+    end_token: torch.Tensor | None = None  # long [N]: the likeliest of them (the base's vocabulary)
 
 
 @dataclass
@@ -127,14 +138,18 @@ class DraftHead(nn.Module):
         """long [N, width, steps]: `width` chains per row, its `width` likeliest first tokens
         (best first), each followed by greedy guesses (the draft tree's head chains:
         draft_tree.py; the first token is where the head is most often wrong)."""
-        return self.guess_chains(hidden, tokens, steps, width, first_allowed, start_ban)[0]
+        return self.guess_chains(hidden, tokens, steps, width, first_allowed, start_ban).chains
 
     @torch.inference_mode()
     def guess_chains(self, hidden: torch.Tensor, tokens: torch.Tensor, steps: int, width: int,
                      first_allowed: torch.Tensor | None = None,
-                     start_ban: tuple[torch.Tensor, torch.Tensor] | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-        """(guess_top's chains, float [N, width]: the head's probability of each chain's first
-        token, over its vocabulary; how far a pass may trust the chain: drafting.chains_for).
+                     start_ban: tuple[torch.Tensor, torch.Tensor] | None = None,
+                     ends: torch.Tensor | None = None) -> HeadGuesses:
+        """guess_top's chains and the head's probability of each chain's first token, over its
+        vocabulary (how far a pass may trust the chain: drafting.chains_for).
+        `ends` (bool [N, V] over the base's vocabulary, or None): per row, the tokens that would
+        end its fill there; the answer then also holds the head's probability of the first
+        token being one of them, and the likeliest of them (head_end.py).
         `first_allowed` (bool [N, V] over the base's vocabulary, or None): the tokens each
         row's first guess may be, where the base's own choice there is restricted (a healed
         prefix: engine.Engine._restrict_first_slot); the probabilities are then among those.
@@ -147,10 +162,11 @@ class DraftHead(nn.Module):
         at it; the head's best allowed token may be the base's choice)."""
         n, dtype = tokens.shape[0], self.head.dtype
         if steps <= 0:
-            return tokens.new_empty(n, width, 0), torch.zeros(n, width)
+            return HeadGuesses(tokens.new_empty(n, width, 0), torch.zeros(n, width))
         s = self.step(hidden.to(dtype), tokens)
         width = min(width, self.vocab_ids.numel())
         first = self.logits(s).float()
+        end_prob = end_token = None
         ok = None if first_allowed is None else first_allowed.to(first.device)[:, self.vocab_ids]
         if start_ban is not None:
             banned = start_ban[0].to(first.device)[:, self.vocab_ids]
@@ -158,7 +174,12 @@ class DraftHead(nn.Module):
         if ok is not None:
             ok |= ~ok.any(-1, keepdim=True)
             first = first.masked_fill(~ok, float("-inf"))
-        top = first.softmax(-1).topk(width, -1)
+        probs = first.softmax(-1)
+        if ends is not None:
+            ending = ends.to(first.device)[:, self.vocab_ids]
+            end_prob = (probs * ending).sum(-1)
+            end_token = self.vocab_ids[probs.masked_fill(~ending, -1.0).argmax(-1)]
+        top = probs.topk(width, -1)
         x = self.vocab_ids[top.indices].reshape(-1)  # [N * width]
         s = s.repeat_interleave(width, 0)
         if start_ban is not None:  # per chain: its row's ban, live while its guesses are blank
@@ -175,7 +196,7 @@ class DraftHead(nn.Module):
             if start_ban is not None:
                 live &= blank[x]
             out.append(x)
-        return torch.stack(out, -1).view(n, width, steps), top.values
+        return HeadGuesses(torch.stack(out, -1).view(n, width, steps), top.values, end_prob, end_token)
 
     def save(self, folder: Path) -> None:
         from safetensors.torch import save_file

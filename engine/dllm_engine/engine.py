@@ -33,6 +33,7 @@ from .draft_adapter import attach as attach_draft_adapter
 from .engine_activity import ActivityLog
 from .engine_calls import EngineCalls
 from .fill_end import choose_end
+from .head_end import ends_here
 from .dedent_stop import dedent_cut
 from .line_cap import line_cap_cut
 from .repeat_stop import loop_seen, repeat_cut, typed_indent
@@ -136,6 +137,11 @@ class EngineConfig:
     # session; with the thirty-fourth session's ranking 2.21 against 1.95, 167 against 130 ms).
     draft_branches: int = 3
     draft_tree_tokens: int | None = None
+    # A greedy fill with stop strings (a single line) ends without a pass of its own when the
+    # draft head gives at least this probability to its next token beginning with a stop
+    # string (head_end.py): the pass that would only commit the line break is not run. The
+    # one place the head decides instead of checking; 0: off (every token the base's).
+    head_end_prob: float = 0.9
 
     def __post_init__(self) -> None:
         if self.device == "auto":
@@ -157,6 +163,8 @@ class EngineConfig:
         if self.draft_branches < 1 or self.draft_tree_tokens < 0:
             raise ValueError(f"draft_branches must be 1 or more and draft_tree_tokens 0 (off) or more, "
                              f"got {self.draft_branches!r} and {self.draft_tree_tokens!r}")
+        if not 0.0 <= self.head_end_prob <= 1.0:
+            raise ValueError(f"head_end_prob must be between 0 (off) and 1, got {self.head_end_prob!r}")
         if self.max_batch < 1 or self.max_queue < 1:
             raise ValueError("max_batch and max_queue must be at least 1")
         self.buckets = tuple(sorted(self.buckets))
@@ -598,15 +606,17 @@ class Engine:
             self._stop_cache[key] = cached
         return cached
 
-    def _stop_ids(self, stop: tuple[str, ...]) -> torch.Tensor:
-        """bool [V]: the tokens whose text holds a stop string (computed once per stop set)."""
-        cached = self._stop_cache.get(stop)
+    def _stop_ids(self, stop: tuple[str, ...], leading: bool = False) -> torch.Tensor:
+        """bool [V]: the tokens whose text holds a stop string (`leading`: begins with one;
+        stop_token_mask), computed once per stop set."""
+        key = (stop, leading)
+        cached = self._stop_cache.get(key)
         if cached is None:
             cached = stop_token_mask(stop, self.tokenizer, self.loaded.config.vocab_size, self.special,
-                                     self.runner.device)
+                                     self.runner.device, leading)
             if len(self._stop_cache) >= STOP_CACHE_ENTRIES:  # a budget: clients choose stop strings freely
                 self._stop_cache.pop(next(iter(self._stop_cache)))
-            self._stop_cache[stop] = cached
+            self._stop_cache[key] = cached
         return cached
 
     def _bucket_for(self, max_tokens: int) -> int:
@@ -758,12 +768,15 @@ class Engine:
                                         committed_prob, branches, branch_logits)
         if probes is not None:
             self._keep_row_drafts(active, probes, probe_logits, new_canvases)
+        head_ends = {}  # {canvas: (slot, token)}: fills the draft head ends after this pass's tokens
         if head_rows is not None and head_rows[1] is not None:
-            self._keep_head_drafts(active, window, commit, new_canvases, *head_rows, branches, paths)
+            head_ends = self._keep_head_drafts(active, window, commit, new_canvases, *head_rows, branches, paths)
         if window is not None and not delayed and hasattr(self.runner, "fold_committed"):
             # the pass's committed rows join their contexts (a branch's rows where it carried them)
             self.runner.fold_committed(new_canvases, paths or None)
         committed = commit.sum(-1).tolist()
+        for row in head_ends:
+            committed[row] += 1
         # Block decoding never re-masks a committed slot: once a healed hole's slot 0 holds its
         # token, the restriction of that slot is spent (it was applied every pass after, ~1.5%
         # of a fill's time on a CPU).
@@ -784,6 +797,9 @@ class Engine:
             if self._unsure(a, commit[row, :n], committed_prob[row, :n]):
                 finished.append((a, "unsure"))
                 continue
+            if row in head_ends:  # after the fold: the slot's row ran no such token, and the fill ends here
+                slot, token = head_ends[row]
+                a.canvas[slot] = token
             if a.remask_budget > 0 and window is None:  # a finished block is final (and may be in the context)
                 remask(a, self.special, out.token_prob[row], commit[row])
             reason = advance(a, self.special, self._draft_ahead) or self._stop_rule(a) or ("cancelled" if outlasted(a) else None)
@@ -922,13 +938,16 @@ class Engine:
             if n:
                 a.row_draft = (slots[0], mine[:n])
 
-    def _keep_head_drafts(self, active, window, commit, new_canvases, rows, hidden, branches=None, paths=None) -> None:
+    def _keep_head_drafts(self, active, window, commit, new_canvases, rows, hidden, branches=None,
+                          paths=None) -> dict[int, tuple[int, int]]:
         """The draft head's guesses after each greedy canvas's newest committed token become
         its next pass's draft (drafting.canvas_drafts): from the base's hidden state at the
         row that chose that token (`hidden`: the pass's compact rows of `rows`, then its
         draft-tree branch nodes', canvas by canvas). With a draft tree, the head's
         `draft_branches` likeliest chains; without one, its best chain, and none when the
-        next pass drafts from a text match of 2+ tokens anyway (drafting.long_match)."""
+        next pass drafts from a text match of 2+ tokens anyway (drafting.long_match).
+        Returns {canvas: (slot, token)} for the fills the head ends at that slot
+        (EngineConfig.head_end_prob, head_end.py)."""
         index = torch.full(rows.shape, -1, dtype=torch.long)
         index[rows.cpu()] = torch.arange(int(rows.sum()))
         node_base, at = [], int(rows.sum())  # where each canvas's branch nodes' states start
@@ -937,7 +956,7 @@ class Engine:
             at += len(nodes)
         tree = self._tree_tokens() > 0
         current = window.float().argmax(-1).tolist()
-        picked, holes, bans = [], [], []
+        picked, holes, bans, ends = [], [], [], []
         for row, a in enumerate(active):
             a.head_draft = None
             c, n = current[row], a.canvas.numel()
@@ -952,20 +971,38 @@ class Engine:
                 chose = node_base[row] + paths[row][1][last - c - 1].branch  # a branch node's
             if chose < 0:
                 continue
-            if not tree and long_match(history_of(a, new_canvases[row], last + 1), self._draft_stops):
-                continue  # the next pass drafts from the text: no guess needed (the head costs ~2 ms a hole)
+            end = self._head_end_ids(a)
+            # the next pass drafts from the text: no chain needed (the head costs ~2 ms a hole;
+            # one step, ~0.3 ms, where only the end is asked)
+            chain = tree or not long_match(history_of(a, new_canvases[row], last + 1), self._draft_stops)
+            if not chain and end is None:
+                continue
             picked.append(chose)
-            holes.append((a, last, int(new_canvases[row, last]), n))
+            holes.append((a, row, last, int(new_canvases[row, last]), n - last - 2 if chain else 1, chain))
             # an empty body's ban holds while the fill so far is blank (its line break)
             bans.append(a.start_ban if a.start_ban is not None
                         and self._start_bans.all_blank(new_canvases[row, :last + 1]) else None)
+            ends.append(end)
         if not holes:
-            return
+            return {}
         at = torch.tensor(picked, device=hidden.device)
-        tokens = torch.tensor([t for _, _, t, _ in holes], device=hidden.device)
-        rooms = [n - last - 2 for _, last, _, n in holes]  # the token after a draft needs a slot
-        for (a, last, _, n), kept in zip(holes, self._head_chains(hidden[at], tokens, rooms, None, bans)):
-            a.head_draft = (last + 1, *kept) if kept[0] else None
+        tokens = torch.tensor([hole[3] for hole in holes], device=hidden.device)
+        rooms = [hole[4] for hole in holes]  # the token after a draft needs a slot; 1: the end alone
+        ended = {}
+        for (a, row, last, _, _, chain), (kept, end) in zip(holes, self._head_chains(hidden[at], tokens, rooms,
+                                                                                    None, bans, ends)):
+            if end is not None:
+                ended[row] = (last + 1, end)
+            elif chain:
+                a.head_draft = (last + 1, *kept) if kept[0] else None
+        return ended
+
+    def _head_end_ids(self, a: ActiveHole) -> torch.Tensor | None:
+        """bool [V]: the tokens the draft head may end this greedy fill with next (head_end.py),
+        or None where it may not (the setting off, a fill without stop strings)."""
+        if not self.config.head_end_prob or a.stop_ids is None:
+            return None
+        return self._stop_ids(a.state.request.holes[a.index].stop, leading=True)
 
     def _first_head_draft(self, a: ActiveHole) -> None:
         """The draft head's guesses for a new greedy canvas's first slots, from the context's
@@ -982,34 +1019,47 @@ class Engine:
         # first passes committed one token, most of them after an unhealed guess such as '\n   '
         # where only '\n\n   ' could stand).
         allowed = None if a.first_allowed is None else a.first_allowed[None]
-        kept = self._head_chains(h[None], token, [a.canvas.numel() - 1], allowed, [a.start_ban])[0]
+        kept = self._head_chains(h[None], token, [a.canvas.numel() - 1], allowed, [a.start_ban])[0][0]
         a.head_draft = (0, *kept) if kept[0] else None
 
     def _head_chains(self, hidden: torch.Tensor, tokens: torch.Tensor, rooms: list[int],
                      first_allowed: torch.Tensor | None = None,
-                     bans: list[torch.Tensor | None] | None = None) -> list[tuple[list[list[int]], list[float]]]:
-        """Per row, (chains, the head's probability of each one's first token): the draft head's
-        chains after `tokens` from `hidden` (its `draft_branches` best with a draft tree, else its
-        best), each cut before a draft stop token and to the row's room (the token after a draft
-        needs a slot); empty chains dropped. `first_allowed`: DraftHead.guess_chains' restriction
-        of the first guess; `bans`: per row, its hole's live Hole.banned_starts mask (only blanks
-        committed so far), or None."""
-        steps = min(self.config.draft_tokens, self.draft_head.config.steps, max(rooms))
+                     bans: list[torch.Tensor | None] | None = None,
+                     ends: list[torch.Tensor | None] | None = None,
+                     ) -> list[tuple[tuple[list[list[int]], list[float]], int | None]]:
+        """Per row, ((chains, the head's probability of each one's first token), the token the
+        head ends the fill with next or None): the draft head's chains after `tokens` from
+        `hidden` (its `draft_branches` best with a draft tree, else its best), each cut before a
+        draft stop token and to the row's room (the token after a draft needs a slot); empty
+        chains dropped. `first_allowed`: DraftHead.guess_chains' restriction of the first
+        guess; `bans`: per row, its hole's live Hole.banned_starts mask (only blanks committed
+        so far), or None; `ends`: per row, the tokens that would end its fill (_head_end_ids),
+        or None (head_end.ends_here decides)."""
+        asked = bool(ends) and any(e is not None for e in ends)
+        steps = min(self.config.draft_tokens, self.draft_head.config.steps, max(*rooms, int(asked)))
         if steps <= 0:
-            return [([], []) for _ in rooms]
+            return [(([], []), None) for _ in rooms]
         width = self.config.draft_branches if self._tree_tokens() else 1
         start_ban = None
         if bans and any(b is not None for b in bans):
             none = torch.zeros(self._start_bans.vocab_size, dtype=torch.bool, device=self.runner.device)
             start_ban = (torch.stack([none if b is None else b for b in bans]), self._start_bans.blank)
-        guesses, probs = self.draft_head.guess_chains(hidden, tokens, steps, width, first_allowed, start_ban)
-        guesses, probs = guesses.cpu(), probs.cpu()  # [N, width, steps], [N, width]
-        stops = self._draft_stops[guesses].tolist()
+        end_ids = None
+        if asked:
+            none = torch.zeros(self.loaded.config.vocab_size, dtype=torch.bool, device=self.runner.device)
+            end_ids = torch.stack([none if e is None else e for e in ends])
+        guesses = self.draft_head.guess_chains(hidden, tokens, steps, width, first_allowed, start_ban, end_ids)
+        chains, probs = guesses.chains.cpu(), guesses.first_prob.cpu()  # [N, width, steps], [N, width]
+        ended = [None] * len(rooms)
+        if end_ids is not None:
+            ended = [int(t) if ends_here(p, self.config.head_end_prob) else None
+                     for p, t in zip(guesses.end_prob.tolist(), guesses.end_token.tolist())]
+        stops = self._draft_stops[chains].tolist()
         out = []
-        for chains, chain_stops, chain_probs, room in zip(guesses.tolist(), stops, probs.tolist(), rooms):
+        for row_chains, chain_stops, chain_probs, room, end in zip(chains.tolist(), stops, probs.tolist(), rooms, ended):
             cut = [(g[:min(s.index(True) if True in s else len(g), room)], p)
-                   for g, s, p in zip(chains, chain_stops, chain_probs)]
-            out.append(([g for g, _ in cut if g], [p for g, p in cut if g]))
+                   for g, s, p in zip(row_chains, chain_stops, chain_probs)]
+            out.append((([g for g, _ in cut if g], [p for g, p in cut if g]), end))
         return out
 
     def _stop_rule(self, a: ActiveHole) -> str | None:

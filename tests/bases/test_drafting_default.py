@@ -181,7 +181,8 @@ def test_a_draft_tree_checks_several_guesses_a_pass_and_changes_no_token(monkeyp
 
 
 def _with_head_and_one_token_a_pass(holes):
-    """Each hole filled alone with the shipped draft head (the default decoding), and one token a pass."""
+    """Each hole filled alone with the shipped draft head (the default decoding, a line's end on the
+    head's word included: these holes' ends are the base's), and one token a pass."""
     from dllm_engine.engine import Engine, EngineConfig
 
     with_head = Engine(EngineConfig(model="default", threads=1, dtype="float32", weights="native"))
@@ -256,8 +257,8 @@ def test_an_empty_bodys_drafts_obey_its_banned_starts(monkeypatch):
     seen = []
     guess = draft_head.DraftHead.guess_chains
 
-    def spy(self, hidden, tokens, steps, width, first_allowed=None, start_ban=None):
-        out = guess(self, hidden, tokens, steps, width, first_allowed, start_ban)
+    def spy(self, hidden, tokens, steps, width, first_allowed=None, start_ban=None, ends=None):
+        out = guess(self, hidden, tokens, steps, width, first_allowed, start_ban, ends)
         if start_ban is not None:
             seen.append((out[0], *start_ban))
         return out

@@ -87,7 +87,7 @@ def test_a_restricted_first_guess_is_one_of_the_allowed_tokens(tiny_shifted_mode
     again = head.guess_top(hidden[:1], tokens[:1], 3, 1, first_allowed=allowed[:1])
     assert torch.equal(again[0, 0], kept[0, 0])
     # the first tokens' probabilities, best first: among the allowed tokens where restricted
-    chains, probs = head.guess_chains(hidden, tokens, 3, 3, first_allowed=allowed)
+    chains, probs = head.guess_chains(hidden, tokens, 3, 3, first_allowed=allowed)[:2]
     assert torch.equal(chains[:, :2], kept) and probs.shape == (3, 3)
     assert torch.allclose(probs[0].sum(), torch.tensor(1.0)) and bool((probs[:, :-1] >= probs[:, 1:]).all())
     free_probs = head.guess_chains(hidden, tokens, 3, 3)[1]
@@ -171,7 +171,7 @@ def test_a_head_that_guesses_right_saves_passes(tiny_shifted_model, head_dir, mo
     assert plain.passes >= 6
     seen = []
 
-    def oracle(self, hidden, tokens, steps, width, first_allowed=None, start_ban=None):  # (chains, their first tokens' probabilities)
+    def oracle(self, hidden, tokens, steps, width, first_allowed=None, start_ban=None, ends=None):
         # The slot of the token the head was given: the context's last token first (the
         # canvas's first guess, from the context's own hidden state: slot -1), then the first
         # match after the last one seen.
@@ -179,7 +179,7 @@ def test_a_head_that_guesses_right_saves_passes(tiny_shifted_model, head_dir, mo
         seen.append(at)
         guess = truth[at + 1:at + 1 + steps]
         guess = guess + [0] * (steps - len(guess))
-        return torch.tensor([[guess] * width]), torch.ones(1, width)
+        return draft_head.HeadGuesses(torch.tensor([[guess] * width]), torch.ones(1, width))
 
     monkeypatch.setattr(draft_head.DraftHead, "guess_chains", oracle)
     on = engine_for(tiny_shifted_model, draft_head=str(head_dir), draft_tokens=3)

@@ -52,6 +52,9 @@ def add_arguments(p) -> None:
                         "per canvas; 0: one chain (default: the engine's, by device)")
     p.add_argument("--draft-branches", type=int, default=None,
                    help="the draft head's chains in a draft tree (default: the engine's)")
+    p.add_argument("--head-end-prob", type=float, default=None,
+                   help="the in-process engine's EngineConfig.head_end_prob (head_end.py): a single line ends "
+                        "on the draft head's word at this probability; 0: off (default: the engine's)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out-json")
     p.add_argument("--out-md")

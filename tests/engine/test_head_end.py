@@ -128,3 +128,29 @@ def test_only_a_greedy_fill_with_stop_strings_is_asked(tiny_shifted_model, head_
         assert any(torch.equal(r, stop_ids) for r in e)
         assert all(torch.equal(r, stop_ids) or not r.any() for r in e)
     assert line.finish_reason in ("end", "max_tokens") and free.text == alone.text
+
+
+def test_a_fill_this_pass_ended_already_is_not_asked():
+    """A pass whose committed tokens hold a stop ended the fill (advance): the head is not asked
+    to end it again; a healed slot 0 reads by its own table (its backed-up line break is no stop)."""
+    from types import SimpleNamespace
+
+    from dllm_engine.engine import Engine
+
+    stop_ids = torch.zeros(8, dtype=torch.bool)
+    stop_ids[[3, 4]] = True  # tokens holding "\n"
+    first_stop_ids = torch.zeros(8, dtype=torch.bool)  # slot 0's: token 4 is the healed "\n" and more
+    engine = SimpleNamespace(config=SimpleNamespace(head_end_prob=0.9),
+                             _stop_ids=lambda stop, leading: torch.tensor([leading] * 8))
+    hole = SimpleNamespace(stop_ids=stop_ids, first_stop_ids=None,
+                           state=SimpleNamespace(request=SimpleNamespace(holes=[Hole(prefix="x", stop=("\n",))])), index=0)
+    asked = Engine._head_end_ids(engine, hole, torch.tensor([1, 2]), 2)
+    assert asked is not None and bool(asked.all())  # the leading table
+    assert Engine._head_end_ids(engine, hole, torch.tensor([1, 3, 2]), 2) is None
+    healed = SimpleNamespace(**{**hole.__dict__, "first_stop_ids": first_stop_ids})
+    assert Engine._head_end_ids(engine, healed, torch.tensor([4, 2]), 0) is not None
+    assert Engine._head_end_ids(engine, healed, torch.tensor([4, 2]), 1) is None  # slot 1 reads the usual table
+    assert Engine._head_end_ids(engine, SimpleNamespace(**{**hole.__dict__, "stop_ids": None}),
+                                torch.tensor([1]), 2) is None
+    engine.config.head_end_prob = 0.0
+    assert Engine._head_end_ids(engine, hole, torch.tensor([1, 2]), 2) is None

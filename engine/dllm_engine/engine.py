@@ -33,7 +33,7 @@ from .draft_adapter import attach as attach_draft_adapter
 from .engine_activity import ActivityLog
 from .engine_calls import EngineCalls
 from .fill_end import choose_end
-from .head_end import ends_here
+from .head_end import bracket_open, ends_here
 from .dedent_stop import dedent_cut
 from .line_cap import line_cap_cut
 from .repeat_stop import loop_seen, repeat_cut, typed_indent
@@ -991,7 +991,7 @@ class Engine:
         ended = {}
         for (a, row, last, _, _, chain), (kept, end) in zip(holes, self._head_chains(hidden[at], tokens, rooms,
                                                                                     None, bans, ends)):
-            if end is not None:
+            if end is not None and not bracket_open(self.tokenizer.decode(new_canvases[row, :last + 1].tolist())):
                 ended[row] = (last + 1, end)
             elif chain:
                 a.head_draft = (last + 1, *kept) if kept[0] else None

@@ -14,7 +14,9 @@ poor signal (at 0.9: 2 passes); the sum over every stop-led token is the good on
 place the head decides instead of the base checking it: on all 1,033 tasks 6,407 -> 6,035
 passes, 1.93 -> 2.04 fill tokens a pass, 17 lines ending sooner (sums before their last
 terms, one-line `if x: return y` at the colon), pass@1 31.5% -> 31.2% (1 won, 4 lost);
-benchmarks/RESULTS.md, thirty-seventh session.
+benchmarks/RESULTS.md, thirty-seventh session. Not where the fill has opened a bracket it has
+not closed (one of those 17, `return [max(arr[-k:])`; none of the ends it saved a pass on):
+there the base checks the line break as before.
 """
 
 from __future__ import annotations
@@ -24,3 +26,15 @@ def ends_here(end_prob: float, threshold: float) -> bool:
     """Whether a fill ends at the head's guess: its probability of a stop-led token reaches
     `threshold` (0: never)."""
     return threshold > 0 and end_prob >= threshold
+
+
+def bracket_open(text: str) -> bool:
+    """Whether `text` (a fill so far) opens more brackets than it closes: a line that may not
+    end there in most languages (a string's brackets count too, which only costs a pass)."""
+    depth = 0
+    for ch in text:
+        if ch in "([{":
+            depth += 1
+        elif ch in ")]}":
+            depth -= 1
+    return depth > 0

@@ -11,7 +11,7 @@ from dllm_engine import draft_head
 from dllm_engine.canvas_rules import stop_token_mask
 from dllm_engine.checkpoint import load
 from dllm_engine.denoise import SpecialIds
-from dllm_engine.head_end import ends_here
+from dllm_engine.head_end import bracket_open, ends_here
 from dllm_engine.protocol import Hole, InfillRequest
 
 from test_draft_head import engine_for, head_dir, random_head  # noqa: F401 (head_dir: a fixture)
@@ -39,6 +39,11 @@ def test_only_tokens_that_begin_with_a_stop_string_may_end_a_fill_unchanged():
 def test_the_threshold():
     assert ends_here(0.95, 0.9) and ends_here(0.9, 0.9) and not ends_here(0.89, 0.9)
     assert not ends_here(1.0, 0.0)  # 0: off
+
+
+def test_a_fill_with_a_bracket_open_may_not_end():
+    assert bracket_open("    return [max(arr[-k:])") and bracket_open("foo(a, {")
+    assert not bracket_open("    return (a + b) / 2") and not bracket_open("a, b)")  # (the hole's own call)
 
 
 def test_the_head_sums_its_probability_over_a_rows_end_tokens(tiny_shifted_model):
@@ -109,6 +114,21 @@ def test_a_line_ends_where_the_head_is_sure_without_a_pass_of_its_own(tiny_shift
     assert asked[0] is None  # the first pass's guess (from the context) is never an end
     # an engine with the setting off asks nothing and writes on as before
     assert ignored.text == plain.text and ignored.passes == plain.passes
+
+
+def test_a_fill_with_a_bracket_open_is_left_to_the_base(tiny_shifted_model, head_dir, monkeypatch):
+    import dllm_engine.engine as engine_module
+
+    on = engine_for(tiny_shifted_model, draft_head=str(head_dir), draft_tokens=3)
+    try:
+        NEWLINE[0] = _newline(on)
+        plain = on.infill(InfillRequest(holes=[LINE])).holes[0]  # (the random model writes no line break)
+        _oracle(monkeypatch, 1, [])
+        monkeypatch.setattr(engine_module, "bracket_open", lambda text: True)
+        held = on.infill(InfillRequest(holes=[LINE])).holes[0]
+    finally:
+        on.shutdown()
+    assert (held.text, held.passes) == (plain.text, plain.passes)
 
 
 def test_only_a_greedy_fill_with_stop_strings_is_asked(tiny_shifted_model, head_dir, monkeypatch):

@@ -60,10 +60,13 @@ def hole_end(hole: Hole) -> str | None:
     """Where the hole ends, read from its suffix: "line end" (the suffix starts with a line
     break), "line start" (with the next line's indentation: one some line of the prefix has, or
     two blanks or more deeper than the prefix's last line, a block the fill opens), None (with
-    code, or with blanks that indent no line: inside a line; or no code after the hole)."""
+    code, or with blanks that indent no line: inside a line). No code after the hole (the end
+    of the file, where new code is mostly written): a cut keeps its line break unless the
+    suffix brings one, and the cuts are read with the base's end of a file after them
+    (candidate_scoring.score_fills)."""
     suffix = hole.suffix
     if not suffix.strip():
-        return None
+        return "line end" if suffix.startswith(("\n", "\r\n")) else "line start"
     if suffix.startswith(("\n", "\r\n")):
         return "line end"
     blanks = _indent(suffix)

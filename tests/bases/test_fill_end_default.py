@@ -52,3 +52,20 @@ def test_a_streamed_fill_is_cut_too_and_sent_its_first_line_as_it_settles(engine
     assert streamed.text == RIGHT
     assert "".join(sent) == RIGHT  # the first line, as it settled: the whole of this fill's chosen end
     assert stream.final(streamed.text) == ""
+
+
+@pytest.mark.parametrize("prefix, right", [
+    (PREFIX, "    return sum(values)\n"),
+    ("def is_even(n):\n", "    return n % 2 == 0\n"),
+])
+def test_at_the_files_end_a_fill_ends_where_the_base_ends_the_file(engine, prefix, right):
+    """No code after the hole: the model goes on past its function (an example of use, comments),
+    and the cuts are read with the base's end of a file after them (candidate_scoring)."""
+    def at_end(choose_end):
+        hole = Hole(prefix=prefix, suffix="", max_tokens=64, choose_end=choose_end)
+        return engine.infill(InfillRequest(holes=[hole])).holes[0]
+
+    free = at_end(False)
+    assert free.text.startswith(right) and free.text.count("\n") > 2, f"the model no longer runs on: {free.text!r}"
+    chosen = at_end(True)
+    assert chosen.text == right and chosen.finish_reason == "end" and chosen.passes == free.passes + 1

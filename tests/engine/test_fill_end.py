@@ -40,7 +40,8 @@ def test_where_the_hole_ends_is_read_from_the_suffix_and_the_prefixs_indentation
     assert end(" 1)\n", prefix="x = f(\n") is None  # one blank: inside a line
     assert end("eter)\n    return x\n") is None  # inside a line: no line cut fits
     assert end(" < threshold:\n") is None and end("  + 1\n") is None  # blanks no line is indented by
-    assert end("") is None and end("\n  \n") is None  # no code after the hole
+    # no code after the hole (the file's end): a cut keeps its break unless the suffix brings one
+    assert end("") == "line start" and end("  ") == "line start" and end("\n  \n") == "line end"
 
 
 def test_the_end_is_chosen_only_for_a_finished_fill_with_a_line_break_before_code_that_fits():
@@ -48,7 +49,8 @@ def test_the_end_is_chosen_only_for_a_finished_fill_with_a_line_break_before_cod
     assert cuts_for(Hole(prefix="x", suffix="\nreturn 1\n"), result("a\nb")) == ["a", "a\nb"]
     assert cuts_for(HOLE, result("a\n\n")) == ["a\n", "a\n\n"]
     assert cuts_for(HOLE, result("a\n")) == []  # one line
-    assert cuts_for(Hole(prefix="x = ", suffix=""), result("a\nb")) == []
+    assert cuts_for(Hole(prefix="x = ", suffix=""), result("a\nb")) == ["a\n", "a\nb"]  # the file's end
+    assert cuts_for(Hole(prefix="x = ", suffix="\n"), result("a\nb")) == ["a", "a\nb"]
     assert cuts_for(Hole(prefix="x = ", suffix="y)\n"), result("a\nb")) == []  # ends inside a line
     assert cuts_for(Hole(prefix=HOLE.prefix, suffix="    y\n", choose_end=False), result("a\nb")) == []
     assert cuts_for(Hole(prefix=HOLE.prefix, suffix="    y\n", max_tokens=9, bucket=9), result("a\nb")) == []  # fixed

@@ -47,12 +47,14 @@ def advance(a: ActiveHole, special: SpecialIds, ahead: int = 0) -> str | None:
     return None
 
 
-def stop_slots(a: ActiveHole, special: SpecialIds) -> torch.Tensor:
+def stop_slots(a: ActiveHole, special: SpecialIds, canvas: torch.Tensor | None = None) -> torch.Tensor:
     """bool [L]: the committed slots holding a stop token (slot 0 of a healed hole by its own
-    table: the backed-up text is not the fill's). Needs `a.stop_ids`."""
-    stops = a.stop_ids[a.canvas.clamp(min=0)] & (a.canvas != special.mask)
-    if a.first_stop_ids is not None and a.canvas.numel():
-        stops[0] = bool(a.first_stop_ids[a.canvas[0].clamp(min=0)]) and int(a.canvas[0]) != special.mask
+    table: the backed-up text is not the fill's), of `canvas` (default: the hole's own). Needs
+    `a.stop_ids`."""
+    canvas = a.canvas if canvas is None else canvas
+    stops = a.stop_ids[canvas.clamp(min=0)] & (canvas != special.mask)
+    if a.first_stop_ids is not None and canvas.numel():
+        stops[0] = bool(a.first_stop_ids[canvas[0].clamp(min=0)]) and int(canvas[0]) != special.mask
     return stops
 
 

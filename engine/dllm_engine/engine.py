@@ -971,7 +971,7 @@ class Engine:
                 chose = node_base[row] + paths[row][1][last - c - 1].branch  # a branch node's
             if chose < 0:
                 continue
-            end = self._head_end_ids(a, new_canvases[row, c:last + 1], c)
+            end = self._head_end_ids(a, new_canvases[row, :last + 1], c)
             # the next pass drafts from the text: no chain needed (the head costs ~2 ms a hole;
             # one step, ~0.3 ms, where only the end is asked)
             chain = tree or not long_match(history_of(a, new_canvases[row], last + 1), self._draft_stops)
@@ -997,16 +997,13 @@ class Engine:
                 a.head_draft = (last + 1, *kept) if kept[0] else None
         return ended
 
-    def _head_end_ids(self, a: ActiveHole, committed: torch.Tensor, first: int) -> torch.Tensor | None:
+    def _head_end_ids(self, a: ActiveHole, canvas: torch.Tensor, first: int) -> torch.Tensor | None:
         """bool [V]: the tokens the draft head may end this greedy fill with next (head_end.py),
-        or None where it may not (the setting off, a fill without stop strings, or one this
-        pass's `committed` tokens, from slot `first` on, end already: stop_slots' reading)."""
+        or None where it may not (the setting off, a fill without stop strings, or one whose
+        `canvas` (its committed slots) holds a stop from slot `first` on: this pass ended it)."""
         if not self.config.head_end_prob or a.stop_ids is None:
             return None
-        stops = a.stop_ids[committed]
-        if first == 0 and a.first_stop_ids is not None:  # a healed slot 0 by its own table
-            stops[0] = a.first_stop_ids[committed[0]]
-        if bool(stops.any()):
+        if bool(stop_slots(a, self.special, canvas)[first:].any()):
             return None
         return self._stop_ids(a.state.request.holes[a.index].stop, leading=True)
 

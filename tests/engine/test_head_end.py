@@ -160,17 +160,17 @@ def test_a_fill_this_pass_ended_already_is_not_asked():
     stop_ids = torch.zeros(8, dtype=torch.bool)
     stop_ids[[3, 4]] = True  # tokens holding "\n"
     first_stop_ids = torch.zeros(8, dtype=torch.bool)  # slot 0's: token 4 is the healed "\n" and more
-    engine = SimpleNamespace(config=SimpleNamespace(head_end_prob=0.9),
+    engine = SimpleNamespace(config=SimpleNamespace(head_end_prob=0.9), special=SpecialIds(mask=7, end=(6,), banned=()),
                              _stop_ids=lambda stop, leading: torch.tensor([leading] * 8))
     hole = SimpleNamespace(stop_ids=stop_ids, first_stop_ids=None,
                            state=SimpleNamespace(request=SimpleNamespace(holes=[Hole(prefix="x", stop=("\n",))])), index=0)
-    asked = Engine._head_end_ids(engine, hole, torch.tensor([1, 2]), 2)
+    canvas = torch.tensor([0, 1, 2, 1, 2])  # slots 0-1 committed before this pass, 2-4 by it
+    asked = Engine._head_end_ids(engine, hole, canvas, 2)
     assert asked is not None and bool(asked.all())  # the leading table
-    assert Engine._head_end_ids(engine, hole, torch.tensor([1, 3, 2]), 2) is None
+    assert Engine._head_end_ids(engine, hole, torch.tensor([0, 1, 2, 3, 2]), 2) is None
     healed = SimpleNamespace(**{**hole.__dict__, "first_stop_ids": first_stop_ids})
     assert Engine._head_end_ids(engine, healed, torch.tensor([4, 2]), 0) is not None
-    assert Engine._head_end_ids(engine, healed, torch.tensor([4, 2]), 1) is None  # slot 1 reads the usual table
-    assert Engine._head_end_ids(engine, SimpleNamespace(**{**hole.__dict__, "stop_ids": None}),
-                                torch.tensor([1]), 2) is None
+    assert Engine._head_end_ids(engine, healed, torch.tensor([1, 4, 2]), 1) is None  # slot 1 reads the usual table
+    assert Engine._head_end_ids(engine, SimpleNamespace(**{**hole.__dict__, "stop_ids": None}), canvas, 2) is None
     engine.config.head_end_prob = 0.0
-    assert Engine._head_end_ids(engine, hole, torch.tensor([1, 2]), 2) is None
+    assert Engine._head_end_ids(engine, hole, canvas, 2) is None

@@ -986,8 +986,8 @@ class Engine:
         if not holes:
             return {}
         at = torch.tensor(picked, device=hidden.device)
-        tokens = torch.tensor([hole[3] for hole in holes], device=hidden.device)
-        rooms = [hole[4] for hole in holes]  # the token after a draft needs a slot; 1: the end alone
+        tokens = torch.tensor([token for _, _, _, token, _, _ in holes], device=hidden.device)
+        rooms = [room for _, _, _, _, room, _ in holes]  # the token after a draft needs a slot; 1: the end alone
         ended = {}
         for (a, row, last, _, _, chain), (kept, end) in zip(holes, self._head_chains(hidden[at], tokens, rooms,
                                                                                     None, bans, ends)):

@@ -52,6 +52,25 @@ def line_cuts(text: str, limit: int = MAX_CUTS, with_break: bool = True) -> list
     return cuts + [text] if cuts else []
 
 
+def settled_cut(text: str, limit: int = MAX_CUTS) -> int:
+    """The offset of the line break after which nothing the fill writes can change the end
+    chosen for it, or -1 (not yet): the end is chosen among its first `limit` line breaks and
+    the whole, and the last cut's reading needs the indentation of the next line that holds
+    something (leaves_open), so the fill is settled at the break that closes that line. Cut
+    there, the whole fill is one more line cut; the passes after it are never run."""
+    at = -1
+    for _ in range(limit):
+        at = text.find("\n", at + 1)
+        if at < 0:
+            return -1
+    start = at + 1
+    while (at := text.find("\n", start)) >= 0:
+        if text[start:at].strip():
+            return at
+        start = at + 1
+    return -1
+
+
 def _indent(line: str) -> str:
     return line[: len(line) - len(line.lstrip(" \t"))]
 
@@ -110,12 +129,18 @@ def leaves_open(hole: Hole, text: str, cut: str) -> bool:
     return len(_indent(after_cut)) > depth and len(_indent(_first_code_line(hole.suffix) or "")) <= depth
 
 
+def chosen_end(hole: Hole) -> str | None:
+    """Where the hole ends (hole_end) when its fill's end is to be chosen at a line break; None
+    when it is not (not asked, a fixed length, or no line cut fits the hole)."""
+    return hole_end(hole) if hole.choose_end and not fixed_length(hole) else None
+
+
 def cuts_for(hole: Hole, result: HoleResult) -> list[str]:
     """The cuts a finished fill's end is chosen from; [] when it is not chosen (not asked, a
     fixed length, the fill cut short, no line cut fits the hole, or no line break inside it).
     A cut that leaves its last line open (leaves_open) is not one of them."""
-    end = hole_end(hole)
-    if not hole.choose_end or fixed_length(hole) or result.finish_reason not in CHOSEN_AFTER or end is None:
+    end = chosen_end(hole)
+    if result.finish_reason not in CHOSEN_AFTER or end is None:
         return []
     cuts = [cut for cut in line_cuts(result.text, with_break=end == "line start")
             if not leaves_open(hole, result.text, cut)]

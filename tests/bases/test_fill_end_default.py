@@ -2,12 +2,13 @@
 fill_end.py): a multi-line fill that runs on past its hole into an example of use is cut at
 the line break the suffix follows, the cut the model reads best of all the fill's cuts, for one
 more pass; best of N cuts its copies too, and so does a stream, which sends the first line as it
-settles. fp32."""
+settles. A fill that runs on stops being written once no more of it could change the end chosen
+(fill_end.settled_cut). fp32."""
 
 import pytest
 
 from dllm_engine.candidate_scoring import score_fills
-from dllm_engine.fill_end import line_cuts
+from dllm_engine.fill_end import MAX_CUTS, choose_end, line_cuts
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
 
 
@@ -68,4 +69,23 @@ def test_at_the_files_end_a_fill_ends_where_the_base_ends_the_file(engine, prefi
     free = at_end(False)
     assert free.text.startswith(right) and free.text.count("\n") > 2, f"the model no longer runs on: {free.text!r}"
     chosen = at_end(True)
-    assert chosen.text == right and chosen.finish_reason == "end" and chosen.passes == free.passes + 1
+    assert chosen.text == right and chosen.finish_reason == "end"
+    assert chosen.passes <= free.passes + 1  # the reading pass, less those after the fill settled (settled_cut)
+
+
+def test_a_fill_stops_once_more_text_could_not_change_its_chosen_end(engine):
+    """The end is chosen among the fill's first MAX_CUTS line breaks: a fill that loops on for
+    lines is not written past the line after them, and the same cut is kept."""
+    hole = Hole(prefix="def parse_config(path):\n    config = {}\n", suffix="    return config\n", max_tokens=128)
+
+    def run(choose_end):
+        request = InfillRequest(holes=[Hole(prefix=hole.prefix, suffix=hole.suffix, max_tokens=128,
+                                            choose_end=choose_end)])
+        return engine.infill(request).holes[0]
+
+    free = run(False)
+    assert free.text.count("\n") > MAX_CUTS + 1, f"the model no longer runs on: {free.text!r}"
+    chosen = run(True)
+    assert chosen.text == engine._calls.call(lambda: choose_end(engine, hole, free)).text
+    assert chosen.text.count("\n") < MAX_CUTS and chosen.finish_reason == "end"
+    assert chosen.tokens < free.tokens and chosen.passes < free.passes  # the passes after the settled line never ran

@@ -5,7 +5,8 @@ check is tests/bases/test_fill_end_default.py)."""
 import pytest
 
 from dllm_engine import fill_end
-from dllm_engine.fill_end import MAX_CUTS, choose_end, cuts_for, end_candidates, hole_end, leaves_open, line_cuts
+from dllm_engine.fill_end import (MAX_CUTS, choose_end, chosen_end, cuts_for, end_candidates, hole_end, leaves_open,
+                                  line_cuts, settled_cut)
 from dllm_engine.protocol import Hole, HoleResult, ProtocolError
 
 HOLE = Hole(prefix="def mean(values):\n    values = list(values)\n", suffix="    print(values)\n")  # ends at a line start
@@ -26,6 +27,32 @@ def test_a_fill_is_cut_at_each_line_break_then_kept_whole():
     long = "".join(f"x{i}\n" for i in range(20)) + "tail"
     cuts = line_cuts(long)
     assert len(cuts) == MAX_CUTS + 1 and cuts[-1] == long and cuts[MAX_CUTS - 1].count("\n") == MAX_CUTS
+
+
+def test_a_fill_is_settled_once_its_last_cut_and_the_line_after_it_are_written():
+    lines = [f"    x{i} = {i}\n" for i in range(MAX_CUTS + 3)]
+    text = "".join(lines)
+    last = len("".join(lines[:MAX_CUTS]))  # just past the last break a cut is tried at
+    for n in range(last + len(lines[MAX_CUTS])):  # the line after it not yet complete: not settled
+        assert settled_cut(text[:n]) == -1
+    assert settled_cut(text) == settled_cut(text[:last + len(lines[MAX_CUTS])]) == last + len(lines[MAX_CUTS]) - 1
+    # Blank lines after the last cut are not the line its reading needs.
+    blanks = "".join(lines[:MAX_CUTS]) + "\n  \n" + "    y = 1\n"
+    assert settled_cut(blanks) == len(blanks) - 1 and settled_cut(blanks[:-1]) == -1
+    # Cut there, the fill's cuts are the same as the whole fill's but for its whole.
+    cut = text[:settled_cut(text) + 1]
+    assert line_cuts(cut)[:MAX_CUTS] == line_cuts(text)[:MAX_CUTS] and line_cuts(cut)[-1] == cut
+    assert [leaves_open(HOLE, cut, c) for c in line_cuts(cut)[:MAX_CUTS]] == \
+        [leaves_open(HOLE, text, c) for c in line_cuts(text)[:MAX_CUTS]]
+    assert settled_cut(text, limit=2) == len("".join(lines[:3])) - 1
+
+
+def test_a_holes_end_is_chosen_where_asked_its_length_is_free_and_a_line_cut_fits():
+    assert chosen_end(HOLE) == "line start"
+    assert chosen_end(Hole(prefix="x", suffix="\nreturn 1\n")) == "line end"
+    assert chosen_end(Hole(prefix=HOLE.prefix, suffix=HOLE.suffix, choose_end=False)) is None
+    assert chosen_end(Hole(prefix=HOLE.prefix, suffix=HOLE.suffix, max_tokens=9, bucket=9)) is None  # fixed
+    assert chosen_end(Hole(prefix="x = ", suffix="y)\n")) is None  # ends inside a line
 
 
 def test_where_the_hole_ends_is_read_from_the_suffix_and_the_prefixs_indentation():

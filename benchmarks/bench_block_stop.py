@@ -12,11 +12,14 @@ latency (median, p95), and the lines shown (8 or more characters) that stand in 
 there. Arms: `free` (no stop rule), `stop_indent` (the dedent stop), `stop_repeats` (it and the
 loop stop), `max_lines` (those and the line cap, `--max-lines`, as the language server asks),
 `code_first` (those and `Hole.banned_starts` as the server asks at an empty body: no comment
-or docstring first), `no_docstring` (the quotes banned, comments not).
+or docstring first), `no_docstring` (the quotes banned, comments not). Every arm asks as the
+server does for a fill typed into (its end not chosen by reading, `Hole.choose_end` off);
+`--invoked` asks as it does for a fill the user invoked (the end chosen; before the thirty-eighth
+session every run measured that way).
 
     python benchmarks/bench_block_stop.py [--kind block|body] [--holes 24] [--threads 2] [--seed 0]
         [--arms free,stop_indent,stop_repeats,max_lines,code_first,no_docstring,unsure_hide=F,unsure_lines=F]
-        [--max-lines 4]
+        [--max-lines 4] [--invoked]
 """
 
 from __future__ import annotations
@@ -112,6 +115,8 @@ def main() -> int:
                         "max_lines: those and the line cap")
     p.add_argument("--kind", choices=("block", "body"), default="block")
     p.add_argument("--max-lines", type=int, default=4, help="the max_lines arm's cap (the server's multilineMaxLines)")
+    p.add_argument("--invoked", action="store_true",
+                   help="ask as for an invoked fill (Hole.choose_end on) instead of a typed one")
     p.add_argument("--dump", help="write each fill (hole, arm, ms, passes, kept text, real code) here as JSON lines")
     args = p.parse_args()
     from dllm_engine.dedent_stop import dedent_cut
@@ -153,7 +158,8 @@ def main() -> int:
                                                 stop_repeats=rules in ("stop_repeats", "max_lines", *bans),
                                                 max_lines=cap,
                                                 banned_starts=bans.get(rules, ()),
-                                                min_token_prob=float(floor) if floor else None)])
+                                                min_token_prob=float(floor) if floor else None,
+                                                choose_end=args.invoked)])
                 engine.infill(req)  # the context cached, as on a keystroke
                 t0 = time.perf_counter()
                 h = engine.infill(req).holes[0]
@@ -178,7 +184,8 @@ def main() -> int:
         engine.shutdown()
     first = stats[arms[0]]["texts"]
     what = "block-start holes" if args.kind == "block" else "empty function bodies"
-    print(f"{cpu_name()}, {args.threads} threads, {len(holes)} {what} of the standard library, {max_tokens} tokens")
+    asked = "invoked (the end chosen by reading)" if args.invoked else "typed (the end not chosen)"
+    print(f"{cpu_name()}, {args.threads} threads, {len(holes)} {what} of the standard library, {max_tokens} tokens, {asked}")
     print(f"| arm | p50 ms | p95 ms | passes/fill | tokens written/fill | tokens kept by the editor's cuts/fill "
           f"| same kept text as {arms[0]} | lines shown that stand in the real code | fills that parse as they stand |")
     print("|---|---|---|---|---|---|---|---|---|")

@@ -38,6 +38,7 @@ from .dedent_stop import dedent_cut
 from .line_cap import line_cap_cut
 from .repeat_stop import loop_seen, repeat_cut, typed_indent
 from .draft_head import attach as attach_draft_head
+from .low_rank import attach as attach_base_adapter
 from .draft_tree import walk
 from .drafting import accepted_run, canvas_drafts, history_of, long_match, row_drafts
 from .cpu_features import native_bf16
@@ -126,6 +127,10 @@ class EngineConfig:
     # trained on one GPU), one chain a pass: HumanEval single-line passes 0.86x, p95 0.76x
     # (benchmarks/RESULTS.md, twenty-seventh session).
     draft_head: str = "shipped"
+    # The base's own low-rank adapter (low_rank.py): "shipped" (the package's for the model's
+    # base, if any), "none", or a folder holding lora.json / lora.safetensors. It runs beside
+    # the projections (a CPU-trained adapter's change rounds away in the int4 blocks).
+    base_adapter: str = "shipped"
     # A draft tree (draft_tree.py): each pass checks the text lookup's chains and the draft
     # head's `draft_branches` likeliest chains together, at most `draft_tree_tokens` draft
     # tokens a canvas, and commits the longest the model agrees with (greedy output
@@ -258,6 +263,7 @@ class Engine:
             packed = self.loaded.path / f"int4-packed-torch{torch.__version__}-{self.config.dtype}.safetensors"
             with open_kept_blocks(self.loaded.path) as blocks:
                 quantize_int4(self.loaded.model, blocks=blocks, packed_file=packed)
+        self.base_adapter = attach_base_adapter(self.loaded, self.config.base_adapter)
         if self.draft_head is not None and self.weights in ("int8", "int4"):
             self.draft_head.weight_only()  # its GEMVs through the same CPU kernels as the base's
         bucket_linears(self.loaded.model)  # CPU bf16: a bounded set of row counts, flat memory

@@ -47,6 +47,8 @@ def add_arguments(p) -> None:
                    help="the in-process engine's draft adapter: shipped, none, or a folder (default: shipped)")
     p.add_argument("--draft-head", default=None,
                    help="the in-process engine's draft head (draft_head.py): shipped, none, or a folder (default: shipped)")
+    p.add_argument("--base-adapter", default=None,
+                   help="the in-process engine's base adapter (low_rank.py): shipped, none, or a folder (default: shipped)")
     p.add_argument("--draft-tree-tokens", type=int, default=None,
                    help="the in-process engine's draft tree (draft_tree.py): the most draft tokens a pass checks "
                         "per canvas; 0: one chain (default: the engine's, by device)")

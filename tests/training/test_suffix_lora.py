@@ -1,0 +1,82 @@
+"""The base's own LoRA (training/base_lora.py) and its suffix-reading run (training/suffix_lora.py),
+on the small model: an adapter starts as the base exactly, merges into the same function it
+computes, round-trips through its folder, and a run lowers its loss, resumes and exports a
+checkpoint the engine loads."""
+
+import csv
+import random
+from pathlib import Path
+
+import torch
+
+from dllm_engine.checkpoint import load
+from dllm_engine.layout import causal_mask
+from dllm_engine.training import base_lora, suffix_lora
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _logits(model, ids):
+    pos = torch.arange(ids.shape[1])[None]
+    out, _ = model(ids, pos, mask=causal_mask(0, ids.shape[1], ids.device))
+    return out
+
+
+def test_an_adapter_starts_as_the_base_and_merges_into_what_it_computes(tmp_path):
+    torch.manual_seed(0)
+    model = load("small", dtype=torch.float32).model
+    ids = torch.randint(10, 200, (2, 24))
+    before = _logits(model, ids)
+    params = base_lora.attach(model, rank=4, alpha=8.0)
+    assert len(params) == 2 * 7 * len(model.model.layers)
+    assert torch.equal(_logits(model, ids), before)  # B starts at zero: step 0 is the base
+    for p in params:
+        p.data.normal_(0, 0.05)
+    adapted = _logits(model, ids)
+    assert (adapted - before).abs().max() > 1e-2
+    base_lora.save(model, tmp_path / "a", {"steps": 1})
+    again = load("small", dtype=torch.float32).model
+    assert base_lora.load_into(again, tmp_path / "a")
+    assert torch.allclose(_logits(again, ids), adapted, atol=1e-5)
+    base_lora.merge(again)
+    assert not any(isinstance(m, base_lora.LoRALinear) for m in again.modules())
+    assert torch.allclose(_logits(again, ids), adapted, atol=1e-4)
+    assert not base_lora.load_into(load("small", dtype=torch.float32).model, tmp_path / "none")
+
+
+def test_a_sequence_scores_the_prefix_the_middle_and_the_suffix_again():
+    loaded = load("small", dtype=torch.float32)
+    files = [str(p) for p in sorted((ROOT / "engine" / "dllm_engine").glob("*.py"))]
+    rng = random.Random(3)
+    got = None
+    while got is None:
+        got = suffix_lora.sample_fim(rng, files, loaded.tokenizer, loaded.config, 64, 96, 32, 8)
+    ids, parts = got
+    cfg = loaded.config
+    assert len(ids) == len(parts)
+    start = ids.index(cfg.prefix_token_id)
+    assert all(p == -1 for p in parts[:start + 1]) and parts[start + 1] == suffix_lora.PREFIX
+    assert suffix_lora.MIDDLE in parts
+    shown = ids[ids.index(cfg.suffix_token_id) + 1:start]  # the suffix, in front of the prefix
+    echo = [i for i, p in zip(ids, parts) if p == suffix_lora.SUFFIX]
+    n = min(len(shown), len(echo))
+    assert echo[:n] == shown[:n]  # after the middle, the suffix's start again
+
+
+def test_a_run_lowers_its_loss_resumes_and_exports_a_checkpoint(tmp_path):
+    run = tmp_path / "run"
+    common = ["--model", "small", "--run", str(run), "--corpus", str(ROOT / "engine" / "dllm_engine"),
+              "--rank", "4", "--lr", "3e-4", "--warmup", "2", "--prefix-max", "64", "--suffix-max", "32",
+              "--middle-max", "16", "--batch", "2", "--held", "4", "--log-every", "5", "--eval-every", "1000"]
+    suffix_lora.main([*common, "--max-steps", "30"])
+    with (run / "loss.csv").open() as f:
+        held = [float(r["loss"]) for r in csv.DictReader(f) if r["split"] == "heldout"]
+    assert held[-1] < held[0] - 0.02  # 5.60 -> 5.56 when written
+    suffix_lora.main([*common, "--max-steps", "32"])
+    with (run / "loss.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert [r["step"] for r in rows if r["split"] == "heldout"] == ["0", "30", "32"]
+    out = tmp_path / "merged"
+    suffix_lora.main([*common, "--export", str(out)])
+    merged = load(str(out), dtype=torch.float32)
+    assert merged.tokenizer is not None and merged.config.prefix_token_id == load("small").config.prefix_token_id

@@ -80,3 +80,10 @@ def test_a_run_lowers_its_loss_resumes_and_exports_a_checkpoint(tmp_path):
     suffix_lora.main([*common, "--export", str(out)])
     merged = load(str(out), dtype=torch.float32)
     assert merged.tokenizer is not None and merged.config.prefix_token_id == load("small").config.prefix_token_id
+    shipped = tmp_path / "shipped"
+    suffix_lora.main([*common, "--ship", str(shipped)])
+    from dllm_engine import low_rank
+
+    meta, tensors = low_rank.read(shipped)
+    assert meta["trained"]["steps"] == 32 and (shipped / "loss.csv").exists()
+    assert {t.dtype for t in tensors.values()} == {torch.bfloat16}

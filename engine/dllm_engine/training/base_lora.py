@@ -17,9 +17,9 @@ import torch
 import torch.nn as nn
 from safetensors.torch import load_file, save_file
 
+from ..low_rank import CONFIG_FILE, WEIGHTS_FILE  # the engine reads what this writes
+
 TARGETS = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
-WEIGHTS_FILE = "lora.safetensors"
-CONFIG_FILE = "lora.json"
 
 
 class LoRALinear(nn.Module):

@@ -170,13 +170,30 @@ class SuffixTrainer(DistillRun):
 
 
 def export(model_name: str, adapter: Path, out: Path) -> None:
-    """The base with the adapter merged, as a checkpoint folder (config and tokenizer copied)."""
+    """The base with the adapter merged, as a checkpoint folder (config and tokenizer copied),
+    in float32: merged into bf16 weights, most of a CPU-trained adapter's change rounds away."""
     loaded = load(model_name, dtype=torch.float32)
     if not base_lora.load_into(loaded.model, adapter):
         raise SystemExit(f"{adapter}: no {base_lora.CONFIG_FILE}")
     base_lora.merge(loaded.model)
-    save_native(loaded.model, out)
+    save_native(loaded.model, out, dtype=torch.float32)
     shutil.copy(loaded.path / "tokenizer.json", out / "tokenizer.json")
+
+
+def ship(run: Path, dest: Path) -> None:
+    """The run's adapter for the package: its factors in bf16 (half the bytes; the engine
+    casts them to the model's dtype anyway), its lora.json and the run's loss curve."""
+    from safetensors.torch import load_file, save_file
+
+    src = run / "adapter"
+    if not (src / base_lora.CONFIG_FILE).exists():
+        raise SystemExit(f"{src}: no {base_lora.CONFIG_FILE}")
+    dest.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.to(torch.bfloat16).contiguous() for k, v in load_file(str(src / base_lora.WEIGHTS_FILE)).items()}
+    save_file(tensors, str(dest / base_lora.WEIGHTS_FILE))
+    shutil.copy(src / base_lora.CONFIG_FILE, dest / base_lora.CONFIG_FILE)
+    if (run / "loss.csv").exists():
+        shutil.copy(run / "loss.csv", dest / "loss.csv")
 
 
 def add_arguments(p) -> None:
@@ -201,6 +218,7 @@ def add_arguments(p) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--export", metavar="DIR", help="only write the run's adapter merged into the base to DIR")
+    p.add_argument("--ship", metavar="DIR", help="only copy the run's adapter (bf16) and loss curve to DIR")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -208,6 +226,9 @@ def main(argv: list[str] | None = None) -> int:
     add_arguments(p)
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
+    if args.ship:
+        ship(Path(args.run), Path(args.ship))
+        return 0
     if args.export:
         export(args.model, Path(args.run) / "adapter", Path(args.export))
         return 0

@@ -16,6 +16,8 @@ An arm `weights:drafts:rows=N` also runs N draft rows a pass (draft_adapter.py; 
 adapter, or `adapter=FOLDER`); an arm without `rows=` runs none (drafting from the text alone).
 An arm `weights:drafts:exact` runs with every row count sent to the projections as it is
 (no row_buckets.py padding: the code before issue 16 defect 8), to measure the padding's cost.
+An arm `weights:drafts:lora=none|FOLDER` runs the base without its adapter or with that one
+(low_rank.py; the default is the shipped adapter, if any).
 An arm `weights:drafts:head=FOLDER` guesses with that draft head (draft_head.py) when the text
 offers no draft; `head=none` runs without one (the default is the shipped head, if any).
 An arm `weights:drafts:cand=N` asks for best of N (DiffusionParams.candidates, candidates.py).
@@ -107,6 +109,8 @@ def main() -> int:
             out["draft_branches"] = int(opts["branches"])
         if "hend" in opts:  # EngineConfig.head_end_prob (an engine before it takes only the default)
             out["head_end_prob"] = float(opts["hend"])
+        if "lora" in opts:  # EngineConfig.base_adapter: shipped, none or a folder (low_rank.py)
+            out["base_adapter"] = opts["lora"]
         return out
 
     def params(arm):  # cand=N: best of N (an engine before candidates takes only the default)

@@ -85,7 +85,9 @@ class SuffixTrainer(DistillRun):
     def __init__(self, args) -> None:
         self.args = args
         torch.manual_seed(args.seed)
-        loaded = load(args.model, dtype=torch.bfloat16)
+        self.device = torch.device(args.device if args.device != "auto" else
+                                   ("cuda" if torch.cuda.is_available() else "cpu"))
+        loaded = load(args.model, device=self.device, dtype=torch.bfloat16)
         self.model, self.cfg, self.tok = loaded.model, loaded.config, loaded.tokenizer
         self.base_path = loaded.path
         self.model.use_kernels("torch")
@@ -103,7 +105,7 @@ class SuffixTrainer(DistillRun):
         self.step, self.seconds = 0, 0.0
         state = self.run / "state.pt"
         if state.exists():
-            saved = torch.load(state, weights_only=True)
+            saved = torch.load(state, weights_only=True, map_location=self.device)
             self.opt.load_state_dict(saved["opt"])
             self.step, self.seconds = saved["step"], saved["seconds"]
         self.split_corpus()
@@ -125,9 +127,10 @@ class SuffixTrainer(DistillRun):
         # Row i predicts token i + 1 (shifted logits): score the rows before each scored token.
         rows = torch.zeros((b, s), dtype=torch.bool)
         rows[:, :-1] = part[:, 1:] >= 0
+        ids, part, rows = ids.to(self.device), part.to(self.device), rows.to(self.device)
         target = ids[:, 1:][rows[:, :-1]]
         which = part[:, 1:][rows[:, :-1]]
-        positions = torch.arange(s)[None].expand(b, -1)
+        positions = torch.arange(s, device=self.device)[None].expand(b, -1)
         logits, _ = self.model(ids, positions, mask=causal_mask(0, s, ids.device), logits_rows=rows, compact=True)
         ce = F.cross_entropy(logits.float(), target, reduction="none")
         per_part = []
@@ -217,6 +220,7 @@ def add_arguments(p) -> None:
     p.add_argument("--eval-every", type=int, default=40)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--device", default="cpu", help="cpu, cuda or auto (the same recipe on one GPU takes a larger --batch)")
     p.add_argument("--export", metavar="DIR", help="only write the run's adapter merged into the base to DIR")
     p.add_argument("--ship", metavar="DIR", help="only copy the run's adapter (bf16) and loss curve to DIR")
 

@@ -61,6 +61,9 @@ def test_a_sequence_scores_the_prefix_the_middle_and_the_suffix_again():
     echo = [i for i, p in zip(ids, parts) if p == suffix_lora.SUFFIX]
     n = min(len(shown), len(echo))
     assert echo[:n] == shown[:n]  # after the middle, the suffix's start again
+    bare, bare_parts = suffix_lora.without_suffix(ids, parts, cfg)
+    assert len(bare) == len(ids) - len(shown) and bare[bare.index(cfg.suffix_token_id) + 1] == cfg.prefix_token_id
+    assert bare_parts[-len(parts) + start:] == parts[start:]  # everything scored is scored the same
 
 
 def test_a_run_lowers_its_loss_resumes_and_exports_a_checkpoint(tmp_path):
@@ -72,6 +75,10 @@ def test_a_run_lowers_its_loss_resumes_and_exports_a_checkpoint(tmp_path):
     with (run / "loss.csv").open() as f:
         held = [float(r["loss"]) for r in csv.DictReader(f) if r["split"] == "heldout"]
     assert held[-1] < held[0] - 0.02  # 5.60 -> 5.56 when written
+    with (run / "loss.csv").open() as f:
+        first = next(r for r in csv.DictReader(f) if r["split"] == "heldout")
+    # What the suffix is worth to the middle: its CE without the suffix, less its CE with it
+    assert abs(float(first["suffix_worth"]) - (float(first["middle_ce_bare"]) - float(first["middle_ce"]))) < 1e-3
     suffix_lora.main([*common, "--max-steps", "32"])
     with (run / "loss.csv").open() as f:
         rows = list(csv.DictReader(f))

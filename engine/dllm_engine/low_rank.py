@@ -5,7 +5,11 @@ projections are the GGUF's Q4_1 blocks (weight_only.py), and a CPU-trained adapt
 weight by ~0.5% of a Q4_1 step (measured on the suffix-reading adapter): merged and
 requantized it rounds away entirely, and even bf16 weights keep only part of it. So the
 adapter's two thin products run after each projection, fused where the projections are
-(q/k/v, gate/up: one A of stacked ranks, one block-diagonal B), in the model's dtype.
+(q/k/v, gate/up: one A of stacked ranks, one block-diagonal B), in the model's dtype. Its
+price on a CPU is high: a pass of the default model at 2 threads 19.2 -> 33.2 ms with a rank-16
+adapter on every projection (4 x 30 thin pairs of products, ~13 us each in bf16 through
+oneDNN), 40.7 ms with them in fp32 (benchmarks/RESULTS.md, thirty-ninth session). A shipped
+adapter would want fewer, fused or merged products.
 
 The folder (training/base_lora.py writes it): `lora.json` {rank, alpha, targets, trained}
 and `lora.safetensors` (`model.layers.<i>.<self_attn|mlp>.<proj>.lora_a` [r, in] and

@@ -34,6 +34,9 @@ def test_an_adapter_starts_as_the_base_and_merges_into_what_it_computes(tmp_path
         p.data.normal_(0, 0.05)
     adapted = _logits(model, ids)
     assert (adapted - before).abs().max() > 1e-2
+    with base_lora.disabled(model):  # the frozen base, for a teacher, without a second copy
+        assert torch.equal(_logits(model, ids), before)
+    assert torch.equal(_logits(model, ids), adapted)
     base_lora.save(model, tmp_path / "a", {"steps": 1})
     again = load("small", dtype=torch.float32).model
     assert base_lora.load_into(again, tmp_path / "a")
@@ -64,6 +67,19 @@ def test_a_sequence_scores_the_prefix_the_middle_and_the_suffix_again():
     bare, bare_parts = suffix_lora.without_suffix(ids, parts, cfg)
     assert len(bare) == len(ids) - len(shown) and bare[bare.index(cfg.suffix_token_id) + 1] == cfg.prefix_token_id
     assert bare_parts[-len(parts) + start:] == parts[start:]  # everything scored is scored the same
+
+
+def test_the_anchor_holds_the_suffixless_view_to_the_base(tmp_path):
+    """--anchor: a step also pays the KL from the frozen base to the model on the sequences
+    without their suffix, logged beside the cross-entropy; at step 0 it is zero."""
+    run = tmp_path / "run"
+    args = ["--model", "small", "--run", str(run), "--corpus", str(ROOT / "engine" / "dllm_engine"), "--rank", "4",
+            "--lr", "3e-3", "--warmup", "1", "--prefix-max", "48", "--suffix-max", "32", "--middle-max", "16",
+            "--batch", "2", "--held", "2", "--log-every", "1", "--eval-every", "1000", "--anchor", "1.0"]
+    suffix_lora.main([*args, "--max-steps", "3"])
+    with (run / "loss.csv").open() as f:
+        kl = [float(r["anchor_kl"]) for r in csv.DictReader(f) if r["split"] == "train"]
+    assert len(kl) == 3 and abs(kl[0]) < 1e-4 and kl[-1] > kl[0]
 
 
 def test_a_run_lowers_its_loss_resumes_and_exports_a_checkpoint(tmp_path):

@@ -9,6 +9,7 @@ model is an ordinary checkpoint, decoded by the engine like any other.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 from pathlib import Path
@@ -27,6 +28,7 @@ class LoRALinear(nn.Module):
         super().__init__()
         self.base = base
         self.scale = alpha / rank
+        self.enabled = True  # off: the frozen base (disabled(); a teacher needs no second copy)
         # fp32 factors over a bf16 base: the update is small against the weights, and bf16
         # would round most of it away.
         self.lora_a = nn.Parameter(torch.empty(rank, base.in_features, device=base.weight.device))
@@ -34,6 +36,8 @@ class LoRALinear(nn.Module):
         nn.init.kaiming_uniform_(self.lora_a, a=math.sqrt(5))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if not self.enabled:
+            return self.base(x)
         low = (x.float() @ self.lora_a.T) @ self.lora_b.T
         return self.base(x) + (self.scale * low).to(x.dtype)
 
@@ -60,6 +64,19 @@ def attach(model, rank: int = 16, alpha: float = 32.0, targets: tuple[str, ...] 
                     params += [wrapped.lora_a, wrapped.lora_b]
     model.lora_config = {"rank": rank, "alpha": alpha, "targets": list(targets)}
     return params
+
+
+@contextlib.contextmanager
+def disabled(model):
+    """The model as the frozen base while inside (every adapter off)."""
+    wrapped = [m for _, m in _wrapped(model)]
+    for m in wrapped:
+        m.enabled = False
+    try:
+        yield model
+    finally:
+        for m in wrapped:
+            m.enabled = True
 
 
 def state(model) -> dict[str, torch.Tensor]:

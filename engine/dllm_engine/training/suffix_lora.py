@@ -37,7 +37,7 @@ from . import base_lora
 from .distill_run import DistillRun
 
 FIELDS = ["split", "step", "seconds", "lr", "loss", "prefix_ce", "middle_ce", "suffix_ce", "middle_ce_bare",
-          "suffix_worth", "tokens_per_s"]
+          "suffix_worth", "anchor_kl", "tokens_per_s"]
 SPANS = (1, 1, 1, 2, 2, 3, 4, 6, 8)
 # Where each scored token sits: the prefix, the middle, the suffix's beginning again.
 PREFIX, MIDDLE, SUFFIX = 0, 1, 2
@@ -123,8 +123,8 @@ class SuffixTrainer(DistillRun):
         a = self.args
         return sample_fim(rng, files, self.tok, self.cfg, a.suffix_max, a.prefix_max, a.middle_max, a.echo_max)
 
-    def losses(self, seqs):
-        """(mean CE over scored tokens, CE per part, scored tokens) for a batch of (ids, parts)."""
+    def _logits(self, seqs):
+        """(logits of the rows before each scored token, their targets, each target's part)."""
         b, s = len(seqs), max(len(q) for q, _ in seqs)
         ids = torch.full((b, s), self.cfg.eos_token_id, dtype=torch.long)
         part = torch.full((b, s), -1, dtype=torch.long)
@@ -135,20 +135,39 @@ class SuffixTrainer(DistillRun):
         rows = torch.zeros((b, s), dtype=torch.bool)
         rows[:, :-1] = part[:, 1:] >= 0
         ids, part, rows = ids.to(self.device), part.to(self.device), rows.to(self.device)
-        target = ids[:, 1:][rows[:, :-1]]
-        which = part[:, 1:][rows[:, :-1]]
         positions = torch.arange(s, device=self.device)[None].expand(b, -1)
         logits, _ = self.model(ids, positions, mask=causal_mask(0, s, ids.device), logits_rows=rows, compact=True)
-        ce = F.cross_entropy(logits.float(), target, reduction="none")
+        return logits.float(), ids[:, 1:][rows[:, :-1]], part[:, 1:][rows[:, :-1]]
+
+    def losses(self, seqs):
+        """(mean CE over scored tokens, CE per part, scored tokens) for a batch of (ids, parts)."""
+        logits, target, which = self._logits(seqs)
+        ce = F.cross_entropy(logits, target, reduction="none")
         per_part = []
         for k in (PREFIX, MIDDLE, SUFFIX):
             sel = which == k
             per_part.append(float(ce[sel].detach().mean()) if bool(sel.any()) else float("nan"))
         return ce.mean(), per_part, int(target.numel())
 
+    def anchor_loss(self, seqs) -> torch.Tensor:
+        """KL from the frozen base to the adapted model on the same sequences with the suffix
+        taken out: what the model predicts without a suffix stays the base's, so whatever the
+        cross-entropy gains must come through reading the suffix, not the corpus's style."""
+        bare = [without_suffix(q, p, self.cfg) for q, p in seqs]
+        with torch.no_grad(), base_lora.disabled(self.model):
+            teacher, _, _ = self._logits(bare)
+        logits, _, _ = self._logits(bare)
+        t_logp = F.log_softmax(teacher, -1)
+        return (t_logp.exp() * (t_logp - F.log_softmax(logits, -1))).sum(-1).mean()
+
     def train_loss(self, seqs):
         loss, parts, n = self.losses(seqs)
-        return loss, dict(zip(("prefix_ce", "middle_ce", "suffix_ce"), parts)), n
+        metrics = dict(zip(("prefix_ce", "middle_ce", "suffix_ce"), parts))
+        if self.args.anchor:
+            kl = self.anchor_loss(seqs)
+            loss = loss + self.args.anchor * kl
+            metrics["anchor_kl"] = float(kl.detach())
+        return loss, metrics, n
 
     def held_out(self):
         """Held-out CE: overall, per part, and the middle's once more with the suffix taken out
@@ -232,6 +251,8 @@ def add_arguments(p) -> None:
     p.add_argument("--prefix-max", type=int, default=384)
     p.add_argument("--middle-max", type=int, default=96)
     p.add_argument("--echo-max", type=int, default=24, help="the suffix's first tokens again after the middle")
+    p.add_argument("--anchor", type=float, default=0.0,
+                   help="weight of the KL to the frozen base on the sequences without their suffix (0: none)")
     p.add_argument("--held", type=int, default=32)
     p.add_argument("--log-every", type=int, default=5)
     p.add_argument("--eval-every", type=int, default=40)

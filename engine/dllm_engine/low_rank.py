@@ -75,6 +75,8 @@ def attach_to(model, meta: dict, tensors: dict[str, torch.Tensor]) -> int:
     """Wrap the model's projections (fused or not, any weights) in place; returns how many
     products gained an adapter. Check the shapes first: a folder for another base fails
     before anything is changed."""
+    if not hasattr(getattr(model, "model", None), "layers"):
+        raise ValueError("a base adapter needs the engine's own model definition (this model runs through another)")
     param = next(model.parameters())
     dtype = param.dtype if param.dtype.is_floating_point else torch.float32
     scale = float(meta["alpha"]) / float(meta["rank"])

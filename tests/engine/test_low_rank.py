@@ -83,3 +83,10 @@ def test_the_engine_fills_with_a_folder_adapter_and_without_one(adapter):
         finally:
             engine.shutdown()
     assert all(f.passes >= 1 for f in fills.values())
+
+
+def test_a_model_of_another_definition_is_refused_with_a_clear_error(adapter):
+    folder, _ = adapter
+    meta, tensors = low_rank.read(folder)
+    with pytest.raises(ValueError, match="own model definition"):
+        low_rank.attach_to(torch.nn.Linear(4, 4), meta, tensors)

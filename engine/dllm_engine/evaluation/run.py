@@ -28,8 +28,9 @@ def make_client(args):
     from ..clients import DaemonClient, InProcessClient, OpenAIFimClient
 
     if args.endpoint is None:
-        extra = {key: getattr(args, key) for key in ("draft_tokens", "draft_rows", "draft_adapter", "draft_head", "base_adapter",
-                                                    "draft_tree_tokens", "draft_branches", "head_end_prob")
+        extra = {key: getattr(args, key) for key in ("draft_tokens", "draft_rows", "draft_adapter", "draft_head",
+                                                    "base_adapter", "draft_tree_tokens", "draft_branches",
+                                                    "head_end_prob")
                  if getattr(args, key, None) is not None}
         return InProcessClient(model=args.model, threads=args.threads, weights=args.weights, **extra)
     if args.kind == "openai":

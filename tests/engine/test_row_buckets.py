@@ -34,8 +34,11 @@ def test_buckets_are_exact_then_a_geometric_ladder():
 
 
 def test_padded_linear_is_the_same_linear():
-    w, b = torch.randn(48, 32), torch.randn(48)
-    x = torch.randn(3, 7, 32)  # 21 rows: padded to 24 in bf16
+    # Its own seed: under the global one the draw depended on the tests before it, and one
+    # draw put a bf16 sum of 32 products 0.054 from fp32's (the tolerance below is 0.05).
+    gen = torch.Generator().manual_seed(0)
+    w, b = torch.randn(48, 32, generator=gen), torch.randn(48, generator=gen)
+    x = torch.randn(3, 7, 32, generator=gen)  # 21 rows: padded to 24 in bf16
     torch.testing.assert_close(row_buckets.linear(x.bfloat16(), w.bfloat16(), b.bfloat16()).float(),
                                F.linear(x, w, b), rtol=2e-2, atol=5e-2)
     assert row_buckets.linear(x.bfloat16(), w.bfloat16()).shape == (3, 7, 48)

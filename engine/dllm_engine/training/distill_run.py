@@ -30,6 +30,36 @@ class DistillRun:
     FIELDS: list[str] = []
     RATE = "rows_per_s"
 
+    def load_frozen_base(self):
+        """Set up what every trainer starts from: the seed, the device (--device, "auto": CUDA
+        when there is one), the base in bf16 with torch's kernels (Triton's are inference-only:
+        no backward) and every weight frozen, its tokenizer file, and the run folder. Returns
+        the checkpoint.LoadedModel."""
+        from ..checkpoint import load
+
+        a = self.args
+        torch.manual_seed(a.seed)
+        self.device = torch.device(a.device if a.device != "auto" else
+                                   ("cuda" if torch.cuda.is_available() else "cpu"))
+        loaded = load(a.model, device=self.device, dtype=torch.bfloat16)
+        self.model, self.cfg, self.tok = loaded.model, loaded.config, loaded.tokenizer
+        self.tok_path = loaded.path / "tokenizer.json"
+        self.model.use_kernels("torch")
+        for p in self.model.parameters():
+            p.requires_grad_(False)
+        self.run = Path(a.run)
+        self.run.mkdir(parents=True, exist_ok=True)
+        return loaded
+
+    def resume(self) -> None:
+        """`step`, `seconds` and the optimiser's state from the run folder's state.pt, if any."""
+        state = self.run / "state.pt"
+        self.step, self.seconds = 0, 0.0
+        if state.exists():
+            saved = torch.load(state, weights_only=True, map_location=self.device)
+            self.opt.load_state_dict(saved["opt"])
+            self.step, self.seconds = saved["step"], saved["seconds"]
+
     def split_corpus(self) -> None:
         """`train_files` and `held_files` from the corpus manifest (--corpus, or the standard
         library); a corpus too small to hold any file out holds out its last one."""

@@ -30,7 +30,6 @@ import torch
 import torch.nn.functional as F
 
 from .. import draft_head
-from ..checkpoint import load
 from ..layout import causal_mask
 from .distill_run import DistillRun
 from .draft_rows import sample_sequence
@@ -90,18 +89,8 @@ class HeadTrainer(DistillRun):
 
     def __init__(self, args) -> None:
         self.args = args
-        torch.manual_seed(args.seed)
-        self.device = torch.device(args.device if args.device != "auto" else
-                                   ("cuda" if torch.cuda.is_available() else "cpu"))
-        loaded = load(args.model, device=self.device, dtype=torch.bfloat16)
-        self.model, self.cfg, self.tok = loaded.model, loaded.config, loaded.tokenizer
-        self.tok_path = loaded.path / "tokenizer.json"
-        self.model.use_kernels("torch")  # the teacher's plain causal forward: torch's own kernels on any device
-        for p in self.model.parameters():
-            p.requires_grad_(False)
+        loaded = self.load_frozen_base()
         self.model.keep_hidden = True
-        self.run = Path(args.run)
-        self.run.mkdir(parents=True, exist_ok=True)
         self.split_corpus()
         embed = self.model.model.embed_tokens.weight
         self.head = draft_head.load(self.run / "head", embed)
@@ -122,12 +111,7 @@ class HeadTrainer(DistillRun):
         self.sub_head.weight = torch.nn.Parameter(embed.detach()[self.head.vocab_ids].clone(), requires_grad=False)
         params = [p for p in self.head.parameters() if p.requires_grad]
         self.opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0, betas=(0.9, 0.98))
-        state = self.run / "state.pt"
-        self.step, self.seconds = 0, 0.0
-        if state.exists():
-            saved = torch.load(state, weights_only=True, map_location=self.device)
-            self.opt.load_state_dict(saved["opt"])
-            self.step, self.seconds = saved["step"], saved["seconds"]
+        self.resume()
         self.rng = random.Random(args.seed + self.step)
         self.held = self.held_out_sequences(args.held, "draft head")
 

@@ -28,7 +28,6 @@ import torch
 import torch.nn.functional as F
 
 from .. import draft_adapter
-from ..checkpoint import load
 from ..layout import causal_mask
 from .distill_run import DistillRun
 from .draft_rows_args import add_arguments
@@ -112,17 +111,7 @@ class DraftTrainer(DistillRun):
 
     def __init__(self, args) -> None:
         self.args = args
-        torch.manual_seed(args.seed)
-        self.device = torch.device(args.device if args.device != "auto" else
-                                   ("cuda" if torch.cuda.is_available() else "cpu"))
-        loaded = load(args.model, device=self.device, dtype=torch.bfloat16)
-        self.model, self.cfg, self.tok = loaded.model, loaded.config, loaded.tokenizer
-        self.tok_path = loaded.path / "tokenizer.json"
-        self.model.use_kernels("torch")  # the Triton kernels are inference-only (no backward)
-        for p in self.model.parameters():
-            p.requires_grad_(False)
-        self.run = Path(args.run)
-        self.run.mkdir(parents=True, exist_ok=True)
+        loaded = self.load_frozen_base()
         self.adapter = draft_adapter.load(self.run / "adapter")
         if self.adapter is None:
             self.adapter = draft_adapter.init_from_base(self.model, self.cfg.mask_token_id, args.rank, args.rows)
@@ -131,12 +120,7 @@ class DraftTrainer(DistillRun):
         self.adapter.to(self.device).train()
         self.model.draft_adapter = self.adapter
         self.opt = torch.optim.AdamW(self.adapter.parameters(), lr=args.lr, weight_decay=0.0, betas=(0.9, 0.98))
-        state = self.run / "state.pt"
-        self.step, self.seconds = 0, 0.0
-        if state.exists():
-            saved = torch.load(state, weights_only=True, map_location=self.device)
-            self.opt.load_state_dict(saved["opt"])
-            self.step, self.seconds = saved["step"], saved["seconds"]
+        self.resume()
         self.split_corpus()
         self.rng = random.Random(args.seed + self.step)
         self.held = self.held_out_sequences(args.held, "draft rows")

@@ -91,17 +91,7 @@ class SuffixTrainer(DistillRun):
 
     def __init__(self, args) -> None:
         self.args = args
-        torch.manual_seed(args.seed)
-        self.device = torch.device(args.device if args.device != "auto" else
-                                   ("cuda" if torch.cuda.is_available() else "cpu"))
-        loaded = load(args.model, device=self.device, dtype=torch.bfloat16)
-        self.model, self.cfg, self.tok = loaded.model, loaded.config, loaded.tokenizer
-        self.base_path = loaded.path
-        self.model.use_kernels("torch")
-        for p in self.model.parameters():
-            p.requires_grad_(False)
-        self.run = Path(args.run)
-        self.run.mkdir(parents=True, exist_ok=True)
+        self.load_frozen_base()
         if not base_lora.load_into(self.model, self.run / "adapter"):
             base_lora.attach(self.model, args.rank, args.alpha)
         params = [p for n, p in self.model.named_parameters() if "lora_" in n]
@@ -109,12 +99,7 @@ class SuffixTrainer(DistillRun):
             p.requires_grad_(True)
         self._params_module = torch.nn.ParameterList(params)
         self.opt = torch.optim.AdamW(params, lr=args.lr, weight_decay=0.0, betas=(0.9, 0.98))
-        self.step, self.seconds = 0, 0.0
-        state = self.run / "state.pt"
-        if state.exists():
-            saved = torch.load(state, weights_only=True, map_location=self.device)
-            self.opt.load_state_dict(saved["opt"])
-            self.step, self.seconds = saved["step"], saved["seconds"]
+        self.resume()
         self.split_corpus()
         self.rng = random.Random(args.seed + self.step)
         self.held = self.held_out_sequences(args.held, "suffix LoRA")

@@ -24,7 +24,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("adapting a pretrained base (--base)")
     g.add_argument("--base", help="a base's name (bases/catalog.py; 'default' for the default model's): train its "
                                   "draft rows' adapter, distilled from the frozen base, into --out")
-    shared = {"--lr", "--warmup", "--eval-every", "--seed", "--threads", "--model", "--run", "--max-steps", "--device", "--workers"}
+    shared = {"--lr", "--warmup", "--eval-every", "--seed", "--threads", "--model", "--run", "--max-steps", "--device", "--workers",
+              "--with-packages", "--package-cap-mb"}
     add_draft_arguments(g, skip=shared)
     p.set_defaults(func=run)
 

@@ -3,6 +3,7 @@ on the small model: an adapter starts as the base exactly, merges into the same 
 computes, round-trips through its folder, and a run lowers its loss, resumes and exports a
 checkpoint the engine loads."""
 
+import argparse
 import csv
 import random
 from pathlib import Path
@@ -110,3 +111,26 @@ def test_a_run_lowers_its_loss_resumes_and_exports_a_checkpoint(tmp_path):
     meta, tensors = low_rank.read(shipped)
     assert meta["trained"]["steps"] == 32 and (shipped / "loss.csv").exists()
     assert {t.dtype for t in tensors.values()} == {torch.bfloat16}
+
+
+def test_the_prefix_weight_counts_the_prefix_tokens_that_much_in_the_loss(tmp_path):
+    """--prefix-weight 0: the loss is the infill's alone (the middle and the suffix again),
+    while the held-out rows still report every part."""
+    args = argparse.ArgumentParser()
+    suffix_lora.add_arguments(args)
+    ns = args.parse_args(["--model", "small", "--run", str(tmp_path / "run"), "--corpus", str(ROOT / "engine" / "dllm_engine"),
+                          "--prefix-max", "48", "--suffix-max", "32", "--middle-max", "16", "--held", "2"])
+    trainer = suffix_lora.SuffixTrainer(ns)
+    seqs = trainer.held
+    with torch.no_grad():
+        full, parts, n = trainer.losses(seqs)
+        infill, same_parts, _ = trainer.losses(seqs, prefix_weight=0.0)
+        half, _, _ = trainer.losses(seqs, prefix_weight=0.5)
+    assert parts == same_parts
+    counts = [sum(sum(1 for x in p[1:] if x == k) for _, p in seqs) for k in range(3)]
+    assert sum(counts) == n
+    want = (parts[1] * counts[1] + parts[2] * counts[2]) / (counts[1] + counts[2])
+    assert abs(float(infill) - want) < 1e-3
+    assert abs(float(full) - sum(v * c for v, c in zip(parts, counts)) / n) < 1e-3
+    assert abs(float(half) - (0.5 * parts[0] * counts[0] + parts[1] * counts[1] + parts[2] * counts[2])
+               / (0.5 * counts[0] + counts[1] + counts[2])) < 1e-3

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
+from .corpus import OPTIONS as CORPUS_OPTIONS
+
 
 def add_arguments(p) -> None:
     p.add_argument("--out", default="runs/default", help="run directory (state.pt, loss.csv, best/, last/)")
     p.add_argument("--data", default="runs/data", help="token-file directory (train/, heldout/, manifest.json)")
     p.add_argument("--manifest", help="corpus manifest to tokenize (default: written from the stdlib)")
     p.add_argument("--tokenizer", default=None, help="tokenizer.json (default: the embedded model's)")
-    p.add_argument("--with-packages", action="store_true",
-                   help="also tokenize permissively licensed installed packages (the larger GPU corpus)")
-    p.add_argument("--package-cap-mb", type=float, default=4.0, help="source megabytes kept per package")
+    for flag, kw in CORPUS_OPTIONS[1:]:  # --with-packages, --package-cap-mb (--manifest names a whole corpus)
+        p.add_argument(flag, **kw)
     p.add_argument("--prepare-only", action="store_true", help="only build the manifest and token files")
     p.add_argument("--resume", action="store_true", help="continue from OUT/state.pt if present")
     p.add_argument("--init", help="continue from this native checkpoint's weights (e.g. the embedded default model)")

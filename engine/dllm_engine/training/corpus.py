@@ -15,6 +15,14 @@ from pathlib import Path
 EXCLUDE_DIRS = {"test", "tests", "idle_test", "__pycache__", "site-packages", "dist-packages", "lib2to3", "ensurepip"}
 EXCLUDE_MARKERS = ("humaneval", "human_eval", "human-eval")
 MAX_FILE_BYTES = 400_000
+# The corpus options every trainer takes (flag, argparse keywords): one meaning everywhere.
+OPTIONS = [
+    ("--corpus", dict(action="append", help="a folder of Python sources (repeatable; default: the standard library, "
+                                           "as this manifest takes it, files mentioning HumanEval excluded)")),
+    ("--with-packages", dict(action="store_true", help="beside the standard library, the permissively licensed "
+                                                      "installed packages' sources (packages.py)")),
+    ("--package-cap-mb", dict(type=float, default=4.0, help="source megabytes kept per package")),
+]
 
 
 def _is_excluded(path: Path, text: str) -> str | None:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import torch
 
-from .corpus import build_manifest, default_roots
+from .corpus import build_manifest
+from .packages import training_manifest
 
 
 class DistillRun:
@@ -62,9 +63,13 @@ class DistillRun:
 
     def split_corpus(self) -> None:
         """`train_files` and `held_files` from the corpus manifest (--corpus, or the standard
-        library); a corpus too small to hold any file out holds out its last one."""
+        library with --with-packages the permissive installed packages beside it); a corpus too
+        small to hold any file out holds out its last one."""
         a = self.args
-        manifest = build_manifest([Path(r) for r in a.corpus] if a.corpus else default_roots())
+        if a.corpus:
+            manifest = build_manifest([Path(r) for r in a.corpus])
+        else:
+            manifest = training_manifest(getattr(a, "with_packages", False), getattr(a, "package_cap_mb", 4.0))
         self.train_files, self.held_files = manifest["train"], manifest["heldout"]
         if not self.held_files:
             self.train_files, self.held_files = self.train_files[:-1], self.train_files[-1:]

@@ -31,6 +31,7 @@ import torch.nn.functional as F
 
 from .. import draft_head
 from ..layout import causal_mask
+from .corpus import OPTIONS as CORPUS_OPTIONS
 from .distill_run import DistillRun
 from .draft_rows import sample_sequence
 
@@ -39,8 +40,8 @@ FIELDS = ["split", "step", "seconds", "lr", "loss", "agree_1", "agree_2", "agree
 
 
 def add_arguments(p) -> None:
-    p.add_argument("--corpus", action="append", help="a folder of Python sources (repeatable; default: the "
-                   "standard library, as corpus.py's manifest takes it, files mentioning HumanEval excluded)")
+    for flag, kw in CORPUS_OPTIONS:
+        p.add_argument(flag, **kw)
     p.add_argument("--model", default="default", help="the base (a name in bases/catalog.py, or 'default')")
     p.add_argument("--run", required=True, help="run folder (resumed when it holds a state)")
     p.add_argument("--minutes", type=float, default=60.0, help="wall-clock budget of this run")

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from .corpus import OPTIONS as CORPUS_OPTIONS
+
 
 def add_arguments(p, skip: set[str] = frozenset()) -> None:
     """Add the options to parser `p`, but those in `skip` (option strings the parser already
@@ -12,8 +14,8 @@ def add_arguments(p, skip: set[str] = frozenset()) -> None:
         if flag not in skip:
             p.add_argument(flag, **kw)
 
-    add("--corpus", action="append", help="a folder of Python sources (repeatable; default: the "
-                   "standard library, as corpus.py's manifest takes it, files mentioning HumanEval excluded)")
+    for flag, kw in CORPUS_OPTIONS:
+        add(flag, **kw)
     add("--model", default="default", help="the base (a name in bases/catalog.py, or 'default')")
     add("--run", required=True, help="run folder (resumed when it holds a state)")
     add("--minutes", type=float, default=60.0, help="wall-clock budget of this run")

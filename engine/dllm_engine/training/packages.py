@@ -75,3 +75,19 @@ def cap_files(files: list[str], roots: list[Path], cap_bytes: int) -> list[str]:
             used[root] = used.get(root, 0) + size
         kept.append(name)
     return kept
+
+
+def training_manifest(with_packages: bool = False, package_cap_mb: float = 4.0, site: Path | None = None) -> dict:
+    """The corpus manifest every trainer splits: the standard library, and with `with_packages`
+    the permissively licensed installed packages, each capped at `package_cap_mb` of source so a
+    few giants do not drown the rest (their licences recorded in the manifest)."""
+    from . import corpus
+
+    if not with_packages:
+        return corpus.build_manifest(corpus.default_roots())
+    licences = {str(p): lic for p, lic in permissive_package_dirs(site)}
+    pkg_roots = [Path(p) for p in licences]
+    manifest = corpus.build_manifest(corpus.default_roots() + pkg_roots)
+    manifest["train"] = cap_files(manifest["train"], pkg_roots, int(package_cap_mb * 2**20))
+    manifest["licences"] = licences
+    return manifest

@@ -52,7 +52,8 @@ def prepare(data_dir: Path, tokenizer: Path, manifest_path: Path | None = None,
     `with_packages` adds permissively licensed installed packages (packages.py), each capped at
     `package_cap_mb` of source: the larger corpus for GPU runs.
     """
-    from .corpus import build_manifest, default_roots, read_manifest
+    from .corpus import read_manifest
+    from .packages import training_manifest
     from .token_data import META_FILE, build_token_file
 
     data_dir.mkdir(parents=True, exist_ok=True)
@@ -60,18 +61,7 @@ def prepare(data_dir: Path, tokenizer: Path, manifest_path: Path | None = None,
     if manifest_path.exists():
         manifest = read_manifest(manifest_path)
     else:
-        roots = default_roots()
-        licences = {}
-        if with_packages:
-            from .packages import cap_files, permissive_package_dirs
-
-            licences = {str(p): lic for p, lic in permissive_package_dirs()}
-            roots = roots + [Path(p) for p in licences]
-        manifest = build_manifest(roots)
-        if with_packages:
-            pkg_roots = [Path(p) for p in licences]
-            manifest["train"] = cap_files(manifest["train"], pkg_roots, int(package_cap_mb * 2**20))
-            manifest["licences"] = licences
+        manifest = training_manifest(with_packages, package_cap_mb)
         manifest_path.write_text(json.dumps(manifest, indent=1) + "\n")
     metas = {}
     for split in ("train", "heldout"):

@@ -34,6 +34,7 @@ import torch.nn.functional as F
 from ..checkpoint import load, save_native
 from ..layout import causal_mask
 from . import base_lora
+from .corpus import OPTIONS as CORPUS_OPTIONS
 from .distill_run import DistillRun
 
 FIELDS = ["split", "step", "seconds", "lr", "loss", "prefix_ce", "middle_ce", "suffix_ce", "middle_ce_bare",
@@ -124,15 +125,19 @@ class SuffixTrainer(DistillRun):
         logits, _ = self.model(ids, positions, mask=causal_mask(0, s, ids.device), logits_rows=rows, compact=True)
         return logits.float(), ids[:, 1:][rows[:, :-1]], part[:, 1:][rows[:, :-1]]
 
-    def losses(self, seqs):
-        """(mean CE over scored tokens, CE per part, scored tokens) for a batch of (ids, parts)."""
+    def losses(self, seqs, prefix_weight: float = 1.0):
+        """(CE over scored tokens, CE per part, scored tokens) for a batch of (ids, parts); the
+        prefix's tokens count `prefix_weight` each in the first (the middle's and the suffix's 1)."""
         logits, target, which = self._logits(seqs)
         ce = F.cross_entropy(logits, target, reduction="none")
         per_part = []
         for k in (PREFIX, MIDDLE, SUFFIX):
             sel = which == k
             per_part.append(float(ce[sel].detach().mean()) if bool(sel.any()) else float("nan"))
-        return ce.mean(), per_part, int(target.numel())
+        if prefix_weight == 1.0:
+            return ce.mean(), per_part, int(target.numel())
+        weight = torch.where(which == PREFIX, prefix_weight, 1.0)
+        return (ce * weight).sum() / weight.sum().clamp_min(1e-6), per_part, int(target.numel())
 
     def anchor_loss(self, seqs) -> torch.Tensor:
         """KL from the frozen base to the adapted model on the same sequences with the suffix
@@ -146,7 +151,7 @@ class SuffixTrainer(DistillRun):
         return (t_logp.exp() * (t_logp - F.log_softmax(logits, -1))).sum(-1).mean()
 
     def train_loss(self, seqs):
-        loss, parts, n = self.losses(seqs)
+        loss, parts, n = self.losses(seqs, self.args.prefix_weight)
         metrics = dict(zip(("prefix_ce", "middle_ce", "suffix_ce"), parts))
         if self.args.anchor:
             kl = self.anchor_loss(seqs)
@@ -185,9 +190,13 @@ class SuffixTrainer(DistillRun):
         return dict(zip(("loss", "prefix_ce", "middle_ce", "suffix_ce", "middle_ce_bare", "suffix_worth"), held))
 
     def save(self, held=None) -> None:
-        corpus = ", ".join(self.args.corpus) if self.args.corpus else "the standard library (corpus.py's manifest)"
+        corpus = (", ".join(self.args.corpus) if self.args.corpus else
+                  "the standard library" + (" and the permissive installed packages" if self.args.with_packages else "")
+                  + " (corpus.py's manifest)")
         trained = {"steps": self.step, "seconds": round(self.seconds), "corpus": corpus, "batch": self.args.batch,
                    "objective": "next-token cross-entropy after the prefix marker (prefix, middle, the suffix again)",
+                   "prefix_weight": self.args.prefix_weight, "anchor": self.args.anchor,
+                   "with_packages": bool(getattr(self.args, "with_packages", False)),
                    **({"held_out": self.held_row(held)} if held else {})}
         base_lora.save(self.model, self.run / "adapter", trained)
         torch.save({"opt": self.opt.state_dict(), "step": self.step, "seconds": self.seconds}, self.run / "state.pt")
@@ -223,7 +232,8 @@ def ship(run: Path, dest: Path) -> None:
 def add_arguments(p) -> None:
     p.add_argument("--model", default="default", help="the base (a name in bases/catalog.py, or 'default')")
     p.add_argument("--run", required=True, help="run folder (resumed when it holds a state)")
-    p.add_argument("--corpus", action="append", help="a folder of Python sources (repeatable; default: the stdlib)")
+    for flag, kw in CORPUS_OPTIONS:
+        p.add_argument(flag, **kw)
     p.add_argument("--minutes", type=float, default=60.0)
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--decay-minutes", type=float, default=90.0)
@@ -236,6 +246,10 @@ def add_arguments(p) -> None:
     p.add_argument("--prefix-max", type=int, default=384)
     p.add_argument("--middle-max", type=int, default=96)
     p.add_argument("--echo-max", type=int, default=24, help="the suffix's first tokens again after the middle")
+    p.add_argument("--prefix-weight", type=float, default=1.0,
+                   help="weight of each prefix token's CE against the middle's and the suffix's (1: plain next-token "
+                        "training after the marker; 0: the infill only, so the corpus's style is learnt where it "
+                        "fills a hole, not from the prefix's hundreds of tokens)")
     p.add_argument("--anchor", type=float, default=0.0,
                    help="weight of the KL to the frozen base on the sequences without their suffix (0: none)")
     p.add_argument("--held", type=int, default=32)

@@ -42,6 +42,13 @@ class LowRankAdded(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.base(x) if callable(self.base) else row_buckets.linear(x, *self.base)
+        flat = x.reshape(-1, x.shape[-1])
+        if y.is_contiguous() and flat.shape[0] <= row_buckets.EXACT_ROWS:
+            # A denoising pass's few rows (each count its own bucket anyway): B's product adds
+            # into y in place, one call instead of a product and an add. A pass is overhead-bound,
+            # ~8 such thin calls a layer.
+            y.view(-1, y.shape[-1]).addmm_(torch.mm(flat, self.a.t()), self.b.t())
+            return y
         # Through row_buckets like every other CPU bf16 product: oneDNN keeps a kernel per
         # row count it meets.
         return y + row_buckets.linear(row_buckets.linear(x, self.a), self.b)

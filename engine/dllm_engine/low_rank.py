@@ -7,9 +7,12 @@ requantized it rounds away entirely, and even bf16 weights keep only part of it.
 adapter's two thin products run after each projection, fused where the projections are
 (q/k/v, gate/up: one A of stacked ranks, one block-diagonal B), in the model's dtype. Its
 price on a CPU is high: a pass of the default model at 2 threads 19.2 -> 33.2 ms with a rank-16
-adapter on every projection (4 x 30 thin pairs of products, ~13 us each in bf16 through
-oneDNN), 40.7 ms with them in fp32 (benchmarks/RESULTS.md, thirty-ninth session). A shipped
-adapter would want fewer, fused or merged products.
+adapter on every projection, 40.7 ms with its products in fp32 (benchmarks/RESULTS.md,
+thirty-ninth session). Profiled in the engine (fortieth session), each of the 4 x 30 adapted
+products adds two thin bf16 calls of ~23-24 us each, about what the int4 product beside it
+costs (26 us): a per-call floor, not arithmetic. Adding B's product into the output in place
+(addmm_, one call for a product and an add) moved a pass by under 2%, so it was not kept. A
+shipped adapter would want fewer calls: attention only, or A packed into the int4 product.
 
 The folder (training/base_lora.py writes it): `lora.json` {rank, alpha, targets, trained}
 and `lora.safetensors` (`model.layers.<i>.<self_attn|mlp>.<proj>.lora_a` [r, in] and
@@ -42,13 +45,6 @@ class LowRankAdded(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.base(x) if callable(self.base) else row_buckets.linear(x, *self.base)
-        flat = x.reshape(-1, x.shape[-1])
-        if y.is_contiguous() and flat.shape[0] <= row_buckets.EXACT_ROWS:
-            # A denoising pass's few rows (each count its own bucket anyway): B's product adds
-            # into y in place, one call instead of a product and an add. A pass is overhead-bound,
-            # ~8 such thin calls a layer.
-            y.view(-1, y.shape[-1]).addmm_(torch.mm(flat, self.a.t()), self.b.t())
-            return y
         # Through row_buckets like every other CPU bf16 product: oneDNN keeps a kernel per
         # row count it meets.
         return y + row_buckets.linear(row_buckets.linear(x, self.a), self.b)

@@ -43,26 +43,6 @@ def test_beside_fused_projections_it_computes_what_training_computed(adapter):
     assert isinstance(layer.self_attn.qkv, low_rank.LowRankAdded) and layer.self_attn.qkv.a.shape[0] == 12
 
 
-@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_a_pass_few_rows_add_in_place_what_many_rows_add(dtype):
-    """Up to row_buckets.EXACT_ROWS rows (a pass) B's product is added into the projection's
-    output in place; more rows (a context) go the bucketed way: the same sum."""
-    torch.manual_seed(2)
-    base = torch.nn.Linear(64, 48).to(dtype)
-    a, b = torch.randn(8, 64, dtype=dtype) * 0.1, torch.randn(48, 8, dtype=dtype) * 0.1
-    added = low_rank.LowRankAdded(base, a, b)
-    x = torch.randn(40, 64, dtype=dtype)
-    with torch.no_grad():
-        want = (base(x).float() + (x.float() @ a.float().T) @ b.float().T)
-        few = torch.cat([added(x[i:i + 10]) for i in range(0, 40, 10)])  # 10 rows a call: in place
-        many = added(x)  # 40 rows: bucketed
-    tol = 1e-5 if dtype == torch.float32 else 0.05
-    assert (few.float() - want).abs().max() < tol and (many.float() - want).abs().max() < tol
-    assert few.dtype == dtype and few.shape == many.shape == (40, 48)
-    with torch.no_grad():
-        assert torch.equal(added(x[None, :7])[0], added(x[:7]))  # a batch dimension, viewed in place
-
-
 def test_unfused_projections_take_it_one_by_one(adapter):
     folder, trained = adapter
     ids = torch.randint(10, 200, (1, 16))

@@ -134,3 +134,31 @@ def test_the_prefix_weight_counts_the_prefix_tokens_that_much_in_the_loss(tmp_pa
     assert abs(float(full) - sum(v * c for v, c in zip(parts, counts)) / n) < 1e-3
     assert abs(float(half) - (0.5 * parts[0] * counts[0] + parts[1] * counts[1] + parts[2] * counts[2])
                / (0.5 * counts[0] + counts[1] + counts[2])) < 1e-3
+
+
+def test_the_anchor_can_hold_the_infill_rows_alone(tmp_path):
+    """--anchor-rows infill: the KL is averaged over the middle's and the suffix's rows only,
+    where the prefix's many rows would otherwise hide a drift (all: every scored row)."""
+    args = argparse.ArgumentParser()
+    suffix_lora.add_arguments(args)
+    ns = args.parse_args(["--model", "small", "--run", str(tmp_path / "run"), "--corpus", str(ROOT / "engine" / "dllm_engine"),
+                          "--prefix-max", "48", "--suffix-max", "32", "--middle-max", "16", "--held", "2",
+                          "--anchor", "1.0", "--anchor-rows", "infill", "--rank", "4"])
+    trainer = suffix_lora.SuffixTrainer(ns)
+    torch.manual_seed(0)
+    for p in trainer.learner.parameters():
+        p.data.normal_(0, 0.05)  # B starts at zero (the base exactly): move it
+    seqs = trainer.held
+    with torch.no_grad():
+        infill = float(trainer.anchor_loss(seqs))
+        trainer.args.anchor_rows = "all"
+        every = float(trainer.anchor_loss(seqs))
+        bare = [suffix_lora.without_suffix(q, p, trainer.cfg) for q, p in seqs]
+        with base_lora.disabled(trainer.model):
+            teacher, _, which = trainer._logits(bare)
+        student, _, _ = trainer._logits(bare)
+        t = torch.log_softmax(teacher, -1)
+        kl = (t.exp() * (t - torch.log_softmax(student, -1))).sum(-1)
+    assert abs(infill - float(kl[which != suffix_lora.PREFIX].mean())) < 1e-4
+    assert abs(every - float(kl.mean())) < 1e-4
+    assert infill > 0 and abs(infill - every) > 1e-4

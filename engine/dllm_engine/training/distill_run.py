@@ -69,7 +69,7 @@ class DistillRun:
         if a.corpus:
             manifest = build_manifest([Path(r) for r in a.corpus])
         else:
-            manifest = training_manifest(getattr(a, "with_packages", False), getattr(a, "package_cap_mb", 4.0))
+            manifest = training_manifest(a.with_packages, a.package_cap_mb)  # every trainer takes corpus.OPTIONS
         self.train_files, self.held_files = manifest["train"], manifest["heldout"]
         if not self.held_files:
             self.train_files, self.held_files = self.train_files[:-1], self.train_files[-1:]

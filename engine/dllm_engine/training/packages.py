@@ -15,6 +15,8 @@ import sysconfig
 from email.parser import Parser
 from pathlib import Path
 
+from . import corpus
+
 PERMISSIVE = re.compile(r"\b(MIT|BSD|Apache|PSF|Python Software Foundation|ISC|Unlicense|Zlib|HPND|0BSD)\b", re.I)
 COPYLEFT = re.compile(r"\b(GPL|LGPL|AGPL|MPL|Mozilla|EPL|CDDL|copyleft)\b", re.I)
 
@@ -81,8 +83,6 @@ def training_manifest(with_packages: bool = False, package_cap_mb: float = 4.0, 
     """The corpus manifest every trainer splits: the standard library, and with `with_packages`
     the permissively licensed installed packages, each capped at `package_cap_mb` of source so a
     few giants do not drown the rest (their licences recorded in the manifest)."""
-    from . import corpus
-
     if not with_packages:
         return corpus.build_manifest(corpus.default_roots())
     licences = {str(p): lic for p, lic in permissive_package_dirs(site)}

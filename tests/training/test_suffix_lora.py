@@ -162,3 +162,33 @@ def test_the_anchor_can_hold_the_infill_rows_alone(tmp_path):
     assert abs(infill - float(kl[which != suffix_lora.PREFIX].mean())) < 1e-4
     assert abs(every - float(kl.mean())) < 1e-4
     assert infill > 0 and abs(infill - every) > 1e-4
+
+
+def test_targets_adapt_only_the_named_projections_and_the_engine_runs_half_the_products(tmp_path):
+    """--targets q_proj,k_proj,v_proj,o_proj: only attention carries factors (each adapted
+    product costs two thin calls a pass at inference), the shipped folder says so, and the
+    engine's fused model gains one adapter per fused qkv and o_proj, none on the MLP."""
+    import pytest
+
+    from dllm_engine import low_rank
+    args = argparse.ArgumentParser()
+    suffix_lora.add_arguments(args)
+    with pytest.raises(SystemExit):  # an unknown name is refused by argparse, before any load
+        args.parse_args(["--run", "r", "--targets", "q_proj,wo"])
+    attention = "q_proj,k_proj,v_proj,o_proj"
+    ns = args.parse_args(["--model", "small", "--run", str(tmp_path / "run"), "--corpus", str(ROOT / "engine" / "dllm_engine"),
+                          "--prefix-max", "48", "--suffix-max", "32", "--middle-max", "16", "--held", "2",
+                          "--rank", "4", "--targets", attention])
+    trainer = suffix_lora.SuffixTrainer(ns)
+    names = {n.rsplit(".", 2)[-2] for n, _ in trainer.model.named_parameters() if "lora_" in n}
+    assert names == set(attention.split(","))
+    for p in (p for n, p in trainer.model.named_parameters() if "lora_b" in n):
+        p.data.normal_(0, 0.05)  # B starts at zero: make the adapter do something
+    trainer.save()
+    shipped = tmp_path / "shipped"
+    suffix_lora.ship(tmp_path / "run", shipped)
+    meta, tensors = low_rank.read(shipped)
+    assert meta["targets"] == attention.split(",")
+    loaded = load("small", dtype=torch.float32)
+    loaded.model.fuse_projections()
+    assert low_rank.attach_to(loaded.model, meta, tensors) == 2 * len(loaded.model.model.layers)

@@ -94,7 +94,7 @@ class SuffixTrainer(DistillRun):
         self.args = args
         self.load_frozen_base()
         if not base_lora.load_into(self.model, self.run / "adapter"):
-            base_lora.attach(self.model, args.rank, args.alpha)
+            base_lora.attach(self.model, args.rank, args.alpha, args.targets)
         params = [p for n, p in self.model.named_parameters() if "lora_" in n]
         for p in params:
             p.requires_grad_(True)
@@ -236,6 +236,14 @@ def ship(run: Path, dest: Path) -> None:
         shutil.copy(run / "loss.csv", dest / "loss.csv")
 
 
+def target_list(text: str) -> tuple[str, ...]:
+    names = tuple(n.strip() for n in text.split(",") if n.strip())
+    unknown = [n for n in names if n not in base_lora.TARGETS]
+    if unknown or not names:
+        raise argparse.ArgumentTypeError(f"{text!r}: choose among {', '.join(base_lora.TARGETS)}")
+    return names
+
+
 def add_arguments(p) -> None:
     p.add_argument("--model", default="default", help="the base (a name in bases/catalog.py, or 'default')")
     p.add_argument("--run", required=True, help="run folder (resumed when it holds a state)")
@@ -246,6 +254,10 @@ def add_arguments(p) -> None:
     p.add_argument("--decay-minutes", type=float, default=90.0)
     p.add_argument("--rank", type=int, default=16)
     p.add_argument("--alpha", type=float, default=32.0)
+    p.add_argument("--targets", type=target_list, default=base_lora.TARGETS, metavar="NAMES",
+                   help="comma list of the projections adapted (default every one); each adds two thin "
+                        "products a pass at inference (low_rank.py), so attention only "
+                        "(q_proj,k_proj,v_proj,o_proj) costs half")
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--batch", type=int, default=4)

@@ -11,8 +11,9 @@ adapter on every projection, 40.7 ms with its products in fp32 (benchmarks/RESUL
 thirty-ninth session). Profiled in the engine (fortieth session), each of the 4 x 30 adapted
 products adds two thin bf16 calls of ~23-24 us each, about what the int4 product beside it
 costs (26 us): a per-call floor, not arithmetic. Adding B's product into the output in place
-(addmm_, one call for a product and an add) moved a pass by under 2%, so it was not kept. A
-shipped adapter would want fewer calls: attention only, or A packed into the int4 product.
+(addmm_, one call for a product and an add) moved a pass by under 2%, so it was not kept. So
+the shipped adapter (forty-first session) adapts the attention alone: 60 products, a pass
+~16 -> ~20 ms, HumanEval as high as every projection's (benchmarks/RESULTS.md).
 
 The folder (training/base_lora.py writes it): `lora.json` {rank, alpha, targets, trained}
 and `lora.safetensors` (`model.layers.<i>.<self_attn|mlp>.<proj>.lora_a` [r, in] and

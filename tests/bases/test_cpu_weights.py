@@ -4,6 +4,7 @@ whose GGUF projections are all Q4_1), explicit choices and other models are left
 import pytest
 import torch
 
+from dllm_engine.low_rank import LowRankAdded
 from dllm_engine.weight_only import Int4Linear, Int8RowLinear, int4_available
 
 
@@ -11,7 +12,9 @@ from dllm_engine.weight_only import Int4Linear, Int8RowLinear, int4_available
 def test_auto_runs_the_default_model_in_int4_on_a_cpu(base_engine):
     assert base_engine.weights == "int4" and base_engine.health()["weights"] == "int4"
     layer = base_engine.loaded.model.model.layers[0]
-    assert isinstance(layer.self_attn.qkv, Int4Linear) and isinstance(layer.mlp.down_proj, Int4Linear)
+    # The shipped adapter (bases/lora/, attention only) runs beside the int4 products, not in them.
+    assert isinstance(layer.self_attn.qkv, LowRankAdded) and isinstance(layer.self_attn.qkv.base, Int4Linear)
+    assert isinstance(layer.mlp.gate_up, Int4Linear) and isinstance(layer.mlp.down_proj, Int4Linear)
     assert isinstance(base_engine.loaded.model.lm_head, Int8RowLinear)
     assert base_engine.loaded.config.extra["cpu_weights"] == "int4"
 

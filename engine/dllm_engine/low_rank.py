@@ -13,7 +13,8 @@ products adds two thin bf16 calls of ~23-24 us each, about what the int4 product
 costs (26 us): a per-call floor, not arithmetic. Adding B's product into the output in place
 (addmm_, one call for a product and an add) moved a pass by under 2%, so it was not kept. So
 the shipped adapter (forty-first session) adapts the attention alone: 60 products, a pass
-~16 -> ~20 ms, HumanEval as high as every projection's (benchmarks/RESULTS.md).
+20.7 -> 29.2 ms on HumanEval lines (34.5 with every projection), ~16 -> ~20 ms in the keystroke
+replay, HumanEval as high as every projection's (benchmarks/RESULTS.md).
 
 The folder (training/base_lora.py writes it): `lora.json` {rank, alpha, targets, trained}
 and `lora.safetensors` (`model.layers.<i>.<self_attn|mlp>.<proj>.lora_a` [r, in] and

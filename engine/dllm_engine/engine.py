@@ -389,6 +389,10 @@ class Engine:
             "weights": self.weights,
             "parameters": self.loaded.config.num_params,
             "load_seconds": round(self.load_seconds, 3),
+            # What runs beside the base's weights (the shipped adapter changes every fill).
+            "base_adapter": None if not self.base_adapter else {
+                "rank": self.base_adapter["rank"], "targets": self.base_adapter["targets"],
+                "steps": self.base_adapter.get("trained", {}).get("steps")},
             **self.metrics.snapshot(self.scheduler.queue_depth, len(self.scheduler.active), self.runner.cache),
         }
 

@@ -10,7 +10,9 @@ from dllm_engine.weight_only import Int4Linear, Int8RowLinear, int4_available
 
 @pytest.mark.skipif(not int4_available(), reason="this torch has no CPU weight-only kernels")
 def test_auto_runs_the_default_model_in_int4_on_a_cpu(base_engine):
-    assert base_engine.weights == "int4" and base_engine.health()["weights"] == "int4"
+    health = base_engine.health()
+    assert base_engine.weights == "int4" and health["weights"] == "int4"
+    assert health["base_adapter"] == {"rank": 16, "targets": ["q_proj", "k_proj", "v_proj", "o_proj"], "steps": 60}
     layer = base_engine.loaded.model.model.layers[0]
     # The shipped adapter (bases/lora/, attention only) runs beside the int4 products, not in them.
     assert isinstance(layer.self_attn.qkv, LowRankAdded) and isinstance(layer.self_attn.qkv.base, Int4Linear)

@@ -78,6 +78,7 @@ def test_the_engine_fills_with_a_folder_adapter_and_without_one(adapter):
         try:
             assert (engine.base_adapter is None) == (where == "none")
             assert where == "none" or engine.base_adapter["rank"] == 4
+            assert (engine.health()["base_adapter"] is None) == (where == "none")
             req = InfillRequest(holes=[Hole(prefix="def add(a, b):\n    return ", suffix="\n", max_tokens=8)])
             fills[where] = engine.infill(req).holes[0]
         finally:

@@ -257,7 +257,7 @@ def add_arguments(p) -> None:
     p.add_argument("--targets", type=target_list, default=base_lora.TARGETS, metavar="NAMES",
                    help="comma list of the projections adapted (default every one); each adds two thin "
                         "products a pass at inference (low_rank.py), so attention only "
-                        "(q_proj,k_proj,v_proj,o_proj) costs half")
+                        "(q_proj,k_proj,v_proj,o_proj) has half the products")
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--batch", type=int, default=4)

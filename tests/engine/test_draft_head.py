@@ -296,3 +296,48 @@ def test_the_head_trains_from_sampling_processes(tmp_path):
     assert float(rows[1]["anchors_per_s"]) > 0
     saved = draft_head.DraftHeadConfig.load(run / "head" / "draft_head.json")
     assert saved.trained["steps"] == 3 and saved.trained["device"] == "cpu" and saved.trained["batch"] == 3
+
+
+def _attention_adapter(folder: Path, rank: int = 4) -> Path:
+    """A base adapter (low_rank.py's folder) for the small model, random on q/k/v/o."""
+    import json
+
+    from safetensors.torch import save_file
+
+    model = load("small", dtype=torch.float32).model
+    gen = torch.Generator().manual_seed(1)
+    tensors = {}
+    for i, layer in enumerate(model.model.layers):
+        for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+            out_f, in_f = getattr(layer.self_attn, name).weight.shape
+            tensors[f"model.layers.{i}.self_attn.{name}.lora_a"] = torch.randn(rank, in_f, generator=gen) * 0.3
+            tensors[f"model.layers.{i}.self_attn.{name}.lora_b"] = torch.randn(out_f, rank, generator=gen) * 0.3
+    folder.mkdir()
+    save_file(tensors, str(folder / "lora.safetensors"))
+    (folder / "lora.json").write_text(json.dumps({"rank": rank, "alpha": rank, "targets": ["q_proj", "k_proj",
+                                                                                          "v_proj", "o_proj"]}))
+    return folder
+
+
+def test_a_head_refits_from_a_given_head_to_the_teacher_with_its_adapter(tmp_path):
+    """--init starts a run from a trained head (refitting the shipped head on a CPU), and
+    --base-adapter makes the teacher the model as the engine runs it: the same head, held
+    set and bare teacher give back the first run's last figures; the adapted teacher others."""
+    from dllm_engine.training import draft_head as trainer
+
+    common = ["--model", "small", "--corpus", str(ROOT / "engine" / "dllm_engine"), "--steps", "2", "--inner", "32",
+              "--blocks", "1", "--vocab", "256", "--tail", "24", "--prefix-max", "64", "--suffix-max", "16",
+              "--held", "2", "--eval-every", "1000", "--minutes", "5"]
+    trainer.main([*common, "--run", str(tmp_path / "first"), "--base-adapter", "none", "--max-steps", "3"])
+    first = held(tmp_path / "first", "loss")[-1]
+    init = ["--init", str(tmp_path / "first" / "head"), "--max-steps", "0"]
+    trainer.main([*common, "--run", str(tmp_path / "bare"), "--base-adapter", "none", *init])
+    bare = held(tmp_path / "bare", "loss")[0]
+    assert bare == pytest.approx(first, abs=1e-3)  # (the head is saved in bf16)
+    adapter = _attention_adapter(tmp_path / "adapter")
+    trainer.main([*common, "--run", str(tmp_path / "adapted"), "--base-adapter", str(adapter), *init])
+    adapted = held(tmp_path / "adapted", "loss")[0]
+    assert abs(adapted - first) > 0.05
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit, match="no draft head"):
+        trainer.main([*common, "--run", str(tmp_path / "none"), "--init", str(tmp_path / "empty")])

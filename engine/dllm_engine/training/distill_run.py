@@ -31,11 +31,12 @@ class DistillRun:
     FIELDS: list[str] = []
     RATE = "rows_per_s"
 
-    def load_frozen_base(self):
+    def load_frozen_base(self, base_adapter: str = "none"):
         """Set up what every trainer starts from: the seed, the device (--device, "auto": CUDA
         when there is one), the base in bf16 with torch's kernels (Triton's are inference-only:
-        no backward) and every weight frozen, its tokenizer file, and the run folder. Returns
-        the checkpoint.LoadedModel."""
+        no backward) with `base_adapter` attached (low_rank.attach: "none", "shipped" or a
+        folder), every weight frozen, its tokenizer file, and the run folder. Returns the
+        checkpoint.LoadedModel."""
         from ..checkpoint import load
 
         a = self.args
@@ -43,6 +44,11 @@ class DistillRun:
         self.device = torch.device(a.device if a.device != "auto" else
                                    ("cuda" if torch.cuda.is_available() else "cpu"))
         loaded = load(a.model, device=self.device, dtype=torch.bfloat16)
+        # A helper's teacher is the model as the engine runs it, its base adapter too: a head
+        # distilled from the bare base guesses what the bare base writes.
+        from ..low_rank import attach
+
+        self.base_adapter = attach(loaded, base_adapter)
         self.model, self.cfg, self.tok = loaded.model, loaded.config, loaded.tokenizer
         self.tok_path = loaded.path / "tokenizer.json"
         self.model.use_kernels("torch")

@@ -34,6 +34,7 @@ from ..layout import causal_mask
 from .corpus import OPTIONS as CORPUS_OPTIONS
 from .distill_run import DistillRun
 from .draft_rows import sample_sequence
+from .teacher_option import BASE_ADAPTER_OPTION
 
 FIELDS = ["split", "step", "seconds", "lr", "loss", "agree_1", "agree_2", "agree_3", "agree_4", "accepted",
           "anchors_per_s"]
@@ -44,6 +45,9 @@ def add_arguments(p) -> None:
         p.add_argument(flag, **kw)
     p.add_argument("--model", default="default", help="the base (a name in bases/catalog.py, or 'default')")
     p.add_argument("--run", required=True, help="run folder (resumed when it holds a state)")
+    p.add_argument(BASE_ADAPTER_OPTION[0], **BASE_ADAPTER_OPTION[1])
+    p.add_argument("--init", default=None, help="a head folder to start from when the run holds none "
+                   "(e.g. engine/dllm_engine/bases/heads/smollm2-135m, to refit the shipped head)")
     p.add_argument("--minutes", type=float, default=60.0, help="wall-clock budget of this run")
     p.add_argument("--max-steps", type=int, default=None)
     p.add_argument("--decay-minutes", type=float, default=120.0, help="the learning rate's cosine length")
@@ -90,11 +94,18 @@ class HeadTrainer(DistillRun):
 
     def __init__(self, args) -> None:
         self.args = args
-        loaded = self.load_frozen_base()
+        loaded = self.load_frozen_base(args.base_adapter)
         self.model.keep_hidden = True
         self.split_corpus()
         embed = self.model.model.embed_tokens.weight
         self.head = draft_head.load(self.run / "head", embed)
+        if self.head is None and args.init:
+            self.head = draft_head.load(Path(args.init), embed)
+            if self.head is None:
+                raise SystemExit(f"--init {args.init}: no draft head there ({draft_head.CONFIG_FILE})")
+            if self.head.config.hidden_size != self.cfg.hidden_size:
+                raise SystemExit(f"--init {args.init}: a head for hidden size {self.head.config.hidden_size}, "
+                                 f"the base has {self.cfg.hidden_size}")
         if self.head is None:
             counts = corpus_counts(self.tok, self.train_files, self.cfg.vocab_size)
             ids = draft_head.code_vocabulary(counts, args.vocab)

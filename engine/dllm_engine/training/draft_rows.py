@@ -111,7 +111,7 @@ class DraftTrainer(DistillRun):
 
     def __init__(self, args) -> None:
         self.args = args
-        loaded = self.load_frozen_base()
+        loaded = self.load_frozen_base(args.base_adapter)
         self.adapter = draft_adapter.load(self.run / "adapter")
         if self.adapter is None:
             self.adapter = draft_adapter.init_from_base(self.model, self.cfg.mask_token_id, args.rank, args.rows)

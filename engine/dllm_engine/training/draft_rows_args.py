@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from .corpus import OPTIONS as CORPUS_OPTIONS
+from .teacher_option import BASE_ADAPTER_OPTION
 
 
 def add_arguments(p, skip: set[str] = frozenset()) -> None:
@@ -18,6 +19,7 @@ def add_arguments(p, skip: set[str] = frozenset()) -> None:
         add(flag, **kw)
     add("--model", default="default", help="the base (a name in bases/catalog.py, or 'default')")
     add("--run", required=True, help="run folder (resumed when it holds a state)")
+    add(BASE_ADAPTER_OPTION[0], **BASE_ADAPTER_OPTION[1])
     add("--minutes", type=float, default=60.0, help="wall-clock budget of this run")
     add("--max-steps", type=int, default=None, help="stop after this many steps in all (with --minutes, whichever comes first)")
     add("--decay-minutes", type=float, default=180.0, help="the learning rate's cosine length (training time)")

@@ -126,7 +126,7 @@ def test_the_prefix_weight_counts_the_prefix_tokens_that_much_in_the_loss(tmp_pa
         full, parts, n = trainer.losses(seqs)
         infill, same_parts, _ = trainer.losses(seqs, prefix_weight=0.0)
         half, _, _ = trainer.losses(seqs, prefix_weight=0.5)
-    assert parts == same_parts
+    assert parts[:3] == same_parts[:3]
     counts = [sum(sum(1 for x in p[1:] if x == k) for _, p in seqs) for k in range(3)]
     assert sum(counts) == n
     want = (parts[1] * counts[1] + parts[2] * counts[2]) / (counts[1] + counts[2])
@@ -134,6 +134,37 @@ def test_the_prefix_weight_counts_the_prefix_tokens_that_much_in_the_loss(tmp_pa
     assert abs(float(full) - sum(v * c for v, c in zip(parts, counts)) / n) < 1e-3
     assert abs(float(half) - (0.5 * parts[0] * counts[0] + parts[1] * counts[1] + parts[2] * counts[2])
                / (0.5 * counts[0] + counts[1] + counts[2])) < 1e-3
+
+
+def test_the_middle_tokens_the_suffix_shows_are_weighted_and_reported_with_and_without_it(tmp_path):
+    """shown_by_suffix marks a middle token the suffix holds and the prefix does not (a name
+    the middle introduces); --shown-weight counts those that much in the loss, and the
+    held-out rows report their CE with the suffix and without it."""
+    from types import SimpleNamespace
+
+    cfg = SimpleNamespace(suffix_token_id=1, prefix_token_id=2)
+    P, M, S = suffix_lora.PREFIX, suffix_lora.MIDDLE, suffix_lora.SUFFIX
+    ids = [0, 1, 40, 41, 2, 30, 41, 40, 41, 30, 50, 40]
+    parts = [-1, -1, -1, -1, -1, P, P, M, M, M, M, S]
+    # 40: in the suffix, not the prefix; 41: in both; 30: the prefix's; 50: nowhere; the echo is not the middle
+    assert suffix_lora.shown_by_suffix(ids, parts, cfg) == [False] * 7 + [True, False, False, False, False]
+    args = argparse.ArgumentParser()
+    suffix_lora.add_arguments(args)
+    ns = args.parse_args(["--model", "small", "--run", str(tmp_path / "run"), "--corpus", str(ROOT / "engine" / "dllm_engine"),
+                          "--prefix-max", "48", "--suffix-max", "32", "--middle-max", "16", "--held", "8"])
+    trainer = suffix_lora.SuffixTrainer(ns)
+    seqs = trainer.held
+    masks = [suffix_lora.shown_by_suffix(q, p, trainer.cfg) for q, p in seqs]
+    shown_count = sum(sum(m[1:]) for m in masks)
+    assert shown_count > 0  # real code: the middle names what the suffix uses
+    with torch.no_grad():
+        plain, parts, n = trainer.losses(seqs)
+        heavy, _, _ = trainer.losses(seqs, shown_weight=3.0)
+    want = (float(plain) * n + 2.0 * parts[3] * shown_count) / (n + 2.0 * shown_count)
+    assert abs(float(heavy) - want) < 1e-3
+    row = trainer.held_row(trainer.held_out())
+    assert abs(row["shown_ce"] - parts[3]) < 1e-3
+    assert row["shown_ce_bare"] == row["shown_ce_bare"] and row["shown_ce_bare"] != row["shown_ce"]
 
 
 def test_the_anchor_can_hold_the_infill_rows_alone(tmp_path):
@@ -155,8 +186,8 @@ def test_the_anchor_can_hold_the_infill_rows_alone(tmp_path):
         every = float(trainer.anchor_loss(seqs))
         bare = [suffix_lora.without_suffix(q, p, trainer.cfg) for q, p in seqs]
         with base_lora.disabled(trainer.model):
-            teacher, _, which = trainer._logits(bare)
-        student, _, _ = trainer._logits(bare)
+            teacher, _, which, _ = trainer._logits(bare)
+        student, _, _, _ = trainer._logits(bare)
         t = torch.log_softmax(teacher, -1)
         kl = (t.exp() * (t - torch.log_softmax(student, -1))).sum(-1)
     assert abs(infill - float(kl[which != suffix_lora.PREFIX].mean())) < 1e-4

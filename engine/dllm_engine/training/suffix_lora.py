@@ -38,7 +38,7 @@ from .corpus import OPTIONS as CORPUS_OPTIONS
 from .distill_run import DistillRun
 
 FIELDS = ["split", "step", "seconds", "lr", "loss", "prefix_ce", "middle_ce", "suffix_ce", "middle_ce_bare",
-          "suffix_worth", "anchor_kl", "tokens_per_s"]
+          "suffix_worth", "shown_ce", "shown_ce_bare", "anchor_kl", "tokens_per_s"]
 SPANS = (1, 1, 1, 2, 2, 3, 4, 6, 8)
 # Where each scored token sits: the prefix, the middle, the suffix's beginning again.
 PREFIX, MIDDLE, SUFFIX = 0, 1, 2
@@ -76,6 +76,16 @@ def sample_fim(rng: random.Random, files: list[str], tok, cfg, suffix_max: int, 
     return ids, parts
 
 
+def shown_by_suffix(ids: list[int], parts: list[int], cfg) -> list[bool]:
+    """Per position: a middle token that the context's suffix holds and its prefix does not
+    (a name the middle introduces and the code after it uses): where only reading the suffix
+    can tell the base what comes, the skill no base has in this layout."""
+    start, end = ids.index(cfg.suffix_token_id), ids.index(cfg.prefix_token_id)
+    suffix = set(ids[start + 1:end])
+    prefix = {t for t, k in zip(ids, parts) if k == PREFIX}
+    return [k == MIDDLE and t in suffix and t not in prefix for t, k in zip(ids, parts)]
+
+
 def without_suffix(ids: list[int], parts: list[int], cfg) -> tuple[list[int], list[int]]:
     """The same sequence with the suffix taken out of its context (the markers kept)."""
     start, end = ids.index(cfg.suffix_token_id), ids.index(cfg.prefix_token_id)
@@ -109,34 +119,39 @@ class SuffixTrainer(DistillRun):
         a = self.args
         return sample_fim(rng, files, self.tok, self.cfg, a.suffix_max, a.prefix_max, a.middle_max, a.echo_max)
 
-    def _logits(self, seqs):
-        """(logits of the rows before each scored token, their targets, each target's part)."""
+    def _logits(self, seqs, shown_masks=None):
+        """(logits of the rows before each scored token, their targets, each target's part,
+        whether the suffix shows it: `shown_masks`, per sequence, or shown_by_suffix)."""
         b, s = len(seqs), max(len(q) for q, _ in seqs)
         ids = torch.full((b, s), self.cfg.eos_token_id, dtype=torch.long)
         part = torch.full((b, s), -1, dtype=torch.long)
+        shown = torch.zeros((b, s), dtype=torch.bool)
         for i, (q, p) in enumerate(seqs):
             ids[i, :len(q)] = torch.tensor(q)
             part[i, :len(p)] = torch.tensor(p)
+            mask = shown_masks[i] if shown_masks is not None else shown_by_suffix(q, p, self.cfg)
+            shown[i, :len(q)] = torch.tensor(mask, dtype=torch.bool)
         # Row i predicts token i + 1 (shifted logits): score the rows before each scored token.
         rows = torch.zeros((b, s), dtype=torch.bool)
         rows[:, :-1] = part[:, 1:] >= 0
-        ids, part, rows = ids.to(self.device), part.to(self.device), rows.to(self.device)
+        ids, part, rows, shown = ids.to(self.device), part.to(self.device), rows.to(self.device), shown.to(self.device)
         positions = torch.arange(s, device=self.device)[None].expand(b, -1)
         logits, _ = self.model(ids, positions, mask=causal_mask(0, s, ids.device), logits_rows=rows, compact=True)
-        return logits.float(), ids[:, 1:][rows[:, :-1]], part[:, 1:][rows[:, :-1]]
+        scored = rows[:, :-1]
+        return logits.float(), ids[:, 1:][scored], part[:, 1:][scored], shown[:, 1:][scored]
 
-    def losses(self, seqs, prefix_weight: float = 1.0):
-        """(CE over scored tokens, CE per part, scored tokens) for a batch of (ids, parts); the
-        prefix's tokens count `prefix_weight` each in the first (the middle's and the suffix's 1)."""
-        logits, target, which = self._logits(seqs)
+    def losses(self, seqs, prefix_weight: float = 1.0, shown_weight: float = 1.0, shown_masks=None):
+        """(CE over scored tokens, CE per part and of the tokens the suffix shows, scored
+        tokens) for a batch of (ids, parts); the prefix's tokens count `prefix_weight` each in
+        the first, the middle's tokens the suffix shows `shown_weight` (the others 1)."""
+        logits, target, which, shown = self._logits(seqs, shown_masks)
         ce = F.cross_entropy(logits, target, reduction="none")
         per_part = []
-        for k in (PREFIX, MIDDLE, SUFFIX):
-            sel = which == k
+        for sel in (which == PREFIX, which == MIDDLE, which == SUFFIX, shown):
             per_part.append(float(ce[sel].detach().mean()) if bool(sel.any()) else float("nan"))
-        if prefix_weight == 1.0:
+        if prefix_weight == 1.0 and shown_weight == 1.0:
             return ce.mean(), per_part, int(target.numel())
-        weight = torch.where(which == PREFIX, prefix_weight, 1.0)
+        weight = torch.where(which == PREFIX, prefix_weight, torch.where(shown, shown_weight, 1.0))
         return (ce * weight).sum() / weight.sum().clamp_min(1e-6), per_part, int(target.numel())
 
     def anchor_loss(self, seqs) -> torch.Tensor:
@@ -145,8 +160,8 @@ class SuffixTrainer(DistillRun):
         cross-entropy gains must come through reading the suffix, not the corpus's style."""
         bare = [without_suffix(q, p, self.cfg) for q, p in seqs]
         with torch.no_grad(), base_lora.disabled(self.model):
-            teacher, _, which = self._logits(bare)
-        logits, _, _ = self._logits(bare)
+            teacher, _, which, _ = self._logits(bare)
+        logits, _, _, _ = self._logits(bare)
         t_logp = F.log_softmax(teacher, -1)
         kl = (t_logp.exp() * (t_logp - F.log_softmax(logits, -1))).sum(-1)
         if self.args.anchor_rows == "infill":
@@ -157,8 +172,8 @@ class SuffixTrainer(DistillRun):
         return kl.mean() if kl.numel() else kl.sum()
 
     def train_loss(self, seqs):
-        loss, parts, n = self.losses(seqs, self.args.prefix_weight)
-        metrics = dict(zip(("prefix_ce", "middle_ce", "suffix_ce"), parts))
+        loss, parts, n = self.losses(seqs, self.args.prefix_weight, self.args.shown_weight)
+        metrics = dict(zip(("prefix_ce", "middle_ce", "suffix_ce", "shown_ce"), parts))
         if self.args.anchor:
             kl = self.anchor_loss(seqs)
             loss = loss + self.args.anchor * kl
@@ -170,30 +185,36 @@ class SuffixTrainer(DistillRun):
         of the context. Their difference is what the suffix is worth to the middle: a run that
         only adapts the base to the corpus's style lowers both, one that teaches it to read the
         suffix widens the gap (measured: the base 0.12 nats, the first CPU run's adapter 0.14,
-        while the middle's CE fell 1.80 -> 1.34)."""
+        while the middle's CE fell 1.80 -> 1.34). The same for the middle's tokens the suffix
+        shows (shown_by_suffix), with and without it: where reading the suffix pays most."""
         self.model.eval()
+        masks = [shown_by_suffix(q, p, self.cfg) for q, p in self.held]
         with torch.no_grad():
-            shown = self._part_means(self.held)
-            bare = self._part_means([without_suffix(q, p, self.cfg) for q, p in self.held])
+            shown = self._part_means(self.held, masks)
+            cut = [(without_suffix(q, p, self.cfg), without_suffix(q, m, self.cfg)[1]) for (q, p), m in zip(self.held, masks)]
+            bare = self._part_means([c[0] for c in cut], [c[1] for c in cut])
         self.model.train()
-        return [*shown, bare[2], bare[2] - shown[2]]
+        return [*shown[:4], bare[2], bare[2] - shown[2], shown[4], bare[4]]
 
-    def _part_means(self, seqs) -> list[float]:
-        sums, counts = [0.0, 0.0, 0.0, 0.0], [0, 0, 0, 0]
-        for q, p in seqs:
-            loss, parts, n = self.losses([(q, p)])
+    def _part_means(self, seqs, masks) -> list[float]:
+        """Mean CE over every scored token, the prefix's, the middle's, the suffix's again and
+        the middle's tokens `masks` marks."""
+        sums, counts = [0.0] * 5, [0] * 5
+        for (q, p), mask in zip(seqs, masks):
+            loss, parts, n = self.losses([(q, p)], shown_masks=[mask])
             sums[0] += float(loss) * n
             counts[0] += n
-            for k, v in enumerate(parts):
+            sizes = [sum(1 for x in p[1:] if x == k) for k in (PREFIX, MIDDLE, SUFFIX)] + [sum(mask[1:])]
+            for k, (v, m) in enumerate(zip(parts, sizes)):
                 if v == v:  # not NaN
-                    m = sum(1 for x in p[1:] if x == k)
                     sums[k + 1] += v * m
                     counts[k + 1] += m
         return [s / max(1, c) for s, c in zip(sums, counts)]
 
     @staticmethod
     def held_row(held) -> dict:
-        return dict(zip(("loss", "prefix_ce", "middle_ce", "suffix_ce", "middle_ce_bare", "suffix_worth"), held))
+        return dict(zip(("loss", "prefix_ce", "middle_ce", "suffix_ce", "middle_ce_bare", "suffix_worth", "shown_ce",
+                         "shown_ce_bare"), held))
 
     def save(self, held=None) -> None:
         corpus = (", ".join(self.args.corpus) if self.args.corpus else
@@ -201,7 +222,8 @@ class SuffixTrainer(DistillRun):
                   + " (corpus.py's manifest)")
         trained = {"steps": self.step, "seconds": round(self.seconds), "corpus": corpus, "batch": self.args.batch,
                    "objective": "next-token cross-entropy after the prefix marker (prefix, middle, the suffix again)",
-                   "prefix_weight": self.args.prefix_weight, "anchor": self.args.anchor,
+                   "prefix_weight": self.args.prefix_weight, "shown_weight": self.args.shown_weight,
+                   "anchor": self.args.anchor,
                    "anchor_rows": self.args.anchor_rows,
                    "with_packages": bool(getattr(self.args, "with_packages", False)),
                    **({"held_out": self.held_row(held)} if held else {})}
@@ -269,6 +291,9 @@ def add_arguments(p) -> None:
                    help="weight of each prefix token's CE against the middle's and the suffix's (1: plain next-token "
                         "training after the marker; 0: the infill only, so the corpus's style is learnt where it "
                         "fills a hole, not from the prefix's hundreds of tokens)")
+    p.add_argument("--shown-weight", type=float, default=1.0,
+                   help="weight of each middle token the suffix holds and the prefix does not (a name the middle "
+                        "introduces and the code after it uses: only reading the suffix tells the base it comes)")
     p.add_argument("--anchor", type=float, default=0.0,
                    help="weight of the KL to the frozen base on the sequences without their suffix (0: none)")
     p.add_argument("--anchor-rows", choices=("all", "infill"), default="all",

@@ -263,7 +263,8 @@ class Engine:
             packed = self.loaded.path / f"int4-packed-torch{torch.__version__}-{self.config.dtype}.safetensors"
             with open_kept_blocks(self.loaded.path) as blocks:
                 quantize_int4(self.loaded.model, blocks=blocks, packed_file=packed)
-        self.base_adapter = attach_base_adapter(self.loaded, self.config.base_adapter)
+        self.base_adapter = attach_base_adapter(self.loaded, self.config.base_adapter,
+                                                weight_only=self.weights in ("int8", "int4"))
         if self.draft_head is not None and self.weights in ("int8", "int4"):
             self.draft_head.weight_only()  # its GEMVs through the same CPU kernels as the base's
         bucket_linears(self.loaded.model)  # CPU bf16: a bounded set of row counts, flat memory

@@ -14,7 +14,12 @@ costs (26 us): a per-call floor, not arithmetic. Adding B's product into the out
 (addmm_, one call for a product and an add) moved a pass by under 2%, so it was not kept. So
 the shipped adapter (forty-first session) adapts the attention alone: 60 products, a pass
 20.7 -> 29.2 ms on HumanEval lines (34.5 with every projection), ~16 -> ~20 ms in the keystroke
-replay, HumanEval as high as every projection's (benchmarks/RESULTS.md).
+replay, HumanEval as high as every projection's (benchmarks/RESULTS.md). (Those per-pass figures
+divide a fill's time by its passes, and the adapter's fills take fewer: the model's forward
+itself, 4 rows over a cached context, was 11.6 ms bare and 16.0 with the adapter.) Since the
+forty-second session the two thin products run through torch's int8 weight-only kernel on a
+CPU (LowRankAdded's `weight_only`), whose per-call floor is a few microseconds: that forward
+16.0 -> 14.5 ms, measured in one process.
 
 The folder (training/base_lora.py writes it): `lora.json` {rank, alpha, targets, trained}
 and `lora.safetensors` (`model.layers.<i>.<self_attn|mlp>.<proj>.lora_a` [r, in] and
@@ -37,16 +42,32 @@ SHIPPED_ROOT = Path(__file__).resolve().parent / "bases" / "lora"
 
 
 class LowRankAdded(nn.Module):
-    """A projection (an nn.Module, or a fused (weight, bias) pair) plus B (A x)."""
+    """A projection (an nn.Module, or a fused (weight, bias) pair) plus B (A x).
 
-    def __init__(self, base, a: torch.Tensor, b: torch.Tensor) -> None:
+    With `weight_only` (an engine whose base runs weight-only kernels: a CPU), A and B run
+    through torch's int8 weight-only kernel (weight_only.Int8RowLinear, per-row scales) for a
+    pass's few rows: its per-call floor is a few microseconds where oneDNN's bf16 GEMM's is
+    ~20-25, and two such calls a product were most of the adapter's price (module docstring).
+    int8 rounds B (A x) by ~1% of itself, a change of a few hundredths of a percent of the
+    projection's output; from weight_only.DENSE_ROWS rows on they multiply in the model's dtype.
+    A rank the kernel cannot take (weight_only.INT8_K_MULTIPLE) stays in the model's dtype."""
+
+    def __init__(self, base, a: torch.Tensor, b: torch.Tensor, weight_only: bool = False) -> None:
         super().__init__()
         self.base = base
         self.register_buffer("a", a.contiguous(), persistent=False)  # [R, in]
         self.register_buffer("b", b.contiguous(), persistent=False)  # [out, R], the scale folded in
+        self.down = self.up = None
+        if weight_only:
+            from .weight_only import Int8RowLinear, int8_fits
+
+            if int8_fits(self.a) and int8_fits(self.b):
+                self.down, self.up = Int8RowLinear(self.a), Int8RowLinear(self.b)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         y = self.base(x) if callable(self.base) else row_buckets.linear(x, *self.base)
+        if self.down is not None:
+            return y + self.up(self.down(x))
         # Through row_buckets like every other CPU bf16 product: oneDNN keeps a kernel per
         # row count it meets.
         return y + row_buckets.linear(row_buckets.linear(x, self.a), self.b)
@@ -76,10 +97,10 @@ def _stacked(parts: list[tuple[torch.Tensor, torch.Tensor]]) -> tuple[torch.Tens
     return a, b
 
 
-def attach_to(model, meta: dict, tensors: dict[str, torch.Tensor]) -> int:
+def attach_to(model, meta: dict, tensors: dict[str, torch.Tensor], weight_only: bool = False) -> int:
     """Wrap the model's projections (fused or not, any weights) in place; returns how many
     products gained an adapter. Check the shapes first: a folder for another base fails
-    before anything is changed."""
+    before anything is changed. `weight_only`: the factors through int8 kernels (LowRankAdded)."""
     if not hasattr(getattr(model, "model", None), "layers"):
         raise ValueError("a base adapter needs the engine's own model definition (this model runs through another)")
     param = next(model.parameters())
@@ -114,14 +135,16 @@ def attach_to(model, meta: dict, tensors: dict[str, torch.Tensor]) -> int:
         if out_features is not None and out_features != b.shape[0]:
             raise ValueError(f"an adapter of {b.shape[0]} outputs for a projection of {out_features}: another base's")
     for module, name, (a, b) in plan:
-        setattr(module, name, LowRankAdded(getattr(module, name), a.to(param.device, dtype), b.to(param.device, dtype)))
+        setattr(module, name, LowRankAdded(getattr(module, name), a.to(param.device, dtype), b.to(param.device, dtype),
+                                           weight_only))
     return len(plan)
 
 
-def attach(loaded, where: str = "shipped") -> dict | None:
+def attach(loaded, where: str = "shipped", weight_only: bool = False) -> dict | None:
     """The adapter for `loaded` (a checkpoint.LoadedModel, after fuse/quantize): "shipped"
     (the package's for the model's base, when there is one), "none", or a folder. Returns its
-    lora.json, or None when none applies."""
+    lora.json, or None when none applies. `weight_only`: its factors through int8 kernels, for
+    a base that runs weight-only kernels."""
     if where == "none":
         return None
     base = loaded.config.extra.get("base")
@@ -137,7 +160,7 @@ def attach(loaded, where: str = "shipped") -> dict | None:
         return None
     meta, tensors = found
     try:
-        attach_to(loaded.model, meta, tensors)
+        attach_to(loaded.model, meta, tensors, weight_only)
     except ValueError as exc:
         from .model_config import CheckpointError
 

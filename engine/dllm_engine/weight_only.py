@@ -36,6 +36,9 @@ GROUP = 32  # Q4_1's block: inputs per scale and minimum
 # ~1.7x slower through the int4 kernel). benchmarks/RESULTS.md has the figures.
 DENSE_ROWS = 8
 INNER_TILES = 8  # the CPU int4 packing's inner k tiles (torch's _convert_weight_to_int4pack_for_cpu)
+# torch's CPU int8 weight-only kernel reads its inputs in blocks of this many: with torch 2.13
+# on an AVX-512 EPYC, 8, 24 and 40 inputs gave wrong products (or a crash), 16, 48 and 80 right ones.
+INT8_K_MULTIPLE = 16
 
 
 def kernel_dtype(model_dtype: torch.dtype) -> torch.dtype:
@@ -106,6 +109,11 @@ class Int4Linear(nn.Module):
         return y if self.bias is None else y + self.bias
 
 
+def int8_fits(weight: torch.Tensor) -> bool:
+    """Whether Int8RowLinear can run `weight` [out, in] (INT8_K_MULTIPLE)."""
+    return weight.shape[-1] % INT8_K_MULTIPLE == 0
+
+
 class Int8RowLinear(nn.Module):
     """y = x W^T with W int8 per output row (the LM head: tied to the embedding, not Q4_1).
 
@@ -116,6 +124,8 @@ class Int8RowLinear(nn.Module):
 
     def __init__(self, weight: torch.Tensor, packed: tuple[torch.Tensor, torch.Tensor] | None = None) -> None:
         super().__init__()
+        if not int8_fits(weight):
+            raise ValueError(f"the int8 kernel needs inputs in multiples of {INT8_K_MULTIPLE}, got {weight.shape[1]}")
         dtype = kernel_dtype(weight.dtype)
         if packed is None:
             w = weight.detach().float()

@@ -16,6 +16,7 @@ def test_auto_runs_the_default_model_in_int4_on_a_cpu(base_engine):
     layer = base_engine.loaded.model.model.layers[0]
     # The shipped adapter (bases/lora/, attention only) runs beside the int4 products, not in them.
     assert isinstance(layer.self_attn.qkv, LowRankAdded) and isinstance(layer.self_attn.qkv.base, Int4Linear)
+    assert isinstance(layer.self_attn.qkv.down, Int8RowLinear)  # the adapter's factors through int8 kernels too
     assert isinstance(layer.mlp.gate_up, Int4Linear) and isinstance(layer.mlp.down_proj, Int4Linear)
     assert isinstance(base_engine.loaded.model.lm_head, Int8RowLinear)
     assert base_engine.loaded.config.extra["cpu_weights"] == "int4"

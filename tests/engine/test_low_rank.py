@@ -10,6 +10,7 @@ from dllm_engine.checkpoint import load
 from dllm_engine.layout import causal_mask
 from dllm_engine.model_config import CheckpointError
 from dllm_engine.training import base_lora
+from dllm_engine.weight_only import DENSE_ROWS, Int8RowLinear, int4_available
 
 
 def _logits(model, ids):
@@ -91,3 +92,27 @@ def test_a_model_of_another_definition_is_refused_with_a_clear_error(adapter):
     meta, tensors = low_rank.read(folder)
     with pytest.raises(ValueError, match="own model definition"):
         low_rank.attach_to(torch.nn.Linear(4, 4), meta, tensors)
+
+
+@pytest.mark.skipif(not int4_available(), reason="this torch has no CPU weight-only kernels")
+def test_weight_only_factors_run_a_pass_through_the_int8_kernel_and_compute_nearly_the_same():
+    """weight_only (an engine whose base runs weight-only kernels): a pass's few rows run A and B
+    through torch's int8 kernel, its per-row rounding ~1% of B (A x) itself; from
+    weight_only.DENSE_ROWS rows on they multiply exactly as without it. A rank the kernel
+    cannot take (8: torch's int8 kernel multiplies wrong) stays in the model's dtype."""
+    torch.manual_seed(0)
+    base = torch.nn.Linear(64, 96, bias=False)
+    odd = low_rank.LowRankAdded(base, torch.randn(8, 64), torch.randn(96, 8), weight_only=True)
+    assert odd.down is None
+    with pytest.raises(ValueError, match="multiples of 16"):
+        Int8RowLinear(torch.randn(96, 8))
+    a, b = torch.randn(16, 64) * 0.1, torch.randn(96, 16) * 0.1
+    dense, int8 = low_rank.LowRankAdded(base, a, b), low_rank.LowRankAdded(base, a, b, weight_only=True)
+    assert isinstance(int8.down, Int8RowLinear) and isinstance(int8.up, Int8RowLinear) and dense.down is None
+    with torch.no_grad():
+        few = torch.randn(3, 64)
+        added, want = int8(few) - base(few), dense(few) - base(few)
+        assert not torch.equal(added, want)  # the int8 kernel ran
+        assert (added - want).norm() / want.norm() < 0.03
+        many = torch.randn(DENSE_ROWS + 4, 64)
+        assert torch.equal(int8(many), dense(many))

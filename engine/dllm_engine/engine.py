@@ -145,8 +145,10 @@ class EngineConfig:
     # A greedy fill with stop strings (a single line) ends without a pass of its own when the
     # draft head gives at least this probability to its next token beginning with a stop
     # string (head_end.py): the pass that would only commit the line break is not run. The
-    # one place the head decides instead of checking; 0: off (every token the base's).
-    head_end_prob: float = 0.9
+    # one place the head decides instead of checking; 0: off (every token the base's). 0.8
+    # since the shipped base adapter (forty-second session): all 1,033 HumanEval lines the
+    # same pass@1 as at 0.9 (0 won / 0 lost, 5 fills changed), 2.4% fewer passes.
+    head_end_prob: float = 0.8
 
     def __post_init__(self) -> None:
         if self.device == "auto":

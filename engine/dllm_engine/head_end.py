@@ -17,6 +17,11 @@ terms, one-line `if x: return y` at the colon), pass@1 31.5% -> 31.2% (1 won, 4 
 benchmarks/RESULTS.md, thirty-seventh session. Not where the fill has opened a bracket it has
 not closed (one of the first version's 17 changed lines, `return [max(arr[-k:])`; the rule
 costs 7 of the 372 passes it saved): there the base checks the line break as before.
+With the shipped base adapter (low_rank.py) the default is 0.8 (forty-second session): all
+1,033 tasks 5,262 -> 5,138 passes, 1.99 -> 2.02 fill tokens a pass, 5 fills changed (three
+runaway comments end sooner, a trailing space, one name cut short: `special_fact` ->
+`special`, wrong either way), pass@1 34.4% either way (0 won, 0 lost); this repository's
+held-out lines 1 of 194 changed (a comment's last period), exact 10 = 10.
 """
 
 from __future__ import annotations

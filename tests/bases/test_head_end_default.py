@@ -21,8 +21,9 @@ SAME = [
 
 @pytest.fixture
 def engine(fp32_engine):
+    default = fp32_engine.config.head_end_prob
     yield fp32_engine  # tests/bases/conftest.py
-    fp32_engine.config.head_end_prob = 0.9
+    fp32_engine.config.head_end_prob = default
 
 
 def _fill(engine, hole, prob):
@@ -31,7 +32,7 @@ def _fill(engine, hole, prob):
 
 
 def test_a_line_the_head_ends_takes_a_pass_fewer_and_says_the_same(engine):
-    assert engine.config.head_end_prob == 0.9  # the default
+    assert engine.config.head_end_prob == 0.8  # the default (these holes were chosen at 0.9, on the bare base)
     for hole in SAVED:
         checked, ended = _fill(engine, hole, 0.0), _fill(engine, hole, 0.9)
         assert ended.text == checked.text and ended.text.strip()

@@ -16,10 +16,10 @@ the shipped adapter (forty-first session) adapts the attention alone: 60 product
 20.7 -> 29.2 ms on HumanEval lines (34.5 with every projection), ~16 -> ~20 ms in the keystroke
 replay, HumanEval as high as every projection's (benchmarks/RESULTS.md). (Those per-pass figures
 divide a fill's time by its passes, and the adapter's fills take fewer: the model's forward
-itself, 4 rows over a cached context, was 11.6 ms bare and 16.0 with the adapter.) Since the
+itself, 4 rows over a cached context, is 12.0 ms bare and was 15.6 with the adapter.) Since the
 forty-second session the two thin products run through torch's int8 weight-only kernel on a
 CPU (LowRankAdded's `weight_only`), whose per-call floor is a few microseconds: that forward
-16.0 -> 14.5 ms, measured in one process.
+15.6 -> 14.1 ms (benchmarks/bench_adapter_price.py, the three alternated in one engine).
 
 The folder (training/base_lora.py writes it): `lora.json` {rank, alpha, targets, trained}
 and `lora.safetensors` (`model.layers.<i>.<self_attn|mlp>.<proj>.lora_a` [r, in] and

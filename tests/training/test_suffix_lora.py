@@ -23,6 +23,15 @@ def _logits(model, ids):
     return out
 
 
+def _small_trainer(tmp_path, *extra: str) -> suffix_lora.SuffixTrainer:
+    """A trainer on the small model over short windows of the engine's own source."""
+    args = argparse.ArgumentParser()
+    suffix_lora.add_arguments(args)
+    return suffix_lora.SuffixTrainer(args.parse_args([
+        "--model", "small", "--run", str(tmp_path / "run"), "--corpus", str(ROOT / "engine" / "dllm_engine"),
+        "--prefix-max", "48", "--suffix-max", "32", "--middle-max", "16", *extra]))
+
+
 def test_an_adapter_starts_as_the_base_and_merges_into_what_it_computes(tmp_path):
     torch.manual_seed(0)
     model = load("small", dtype=torch.float32).model
@@ -116,11 +125,7 @@ def test_a_run_lowers_its_loss_resumes_and_exports_a_checkpoint(tmp_path):
 def test_the_prefix_weight_counts_the_prefix_tokens_that_much_in_the_loss(tmp_path):
     """--prefix-weight 0: the loss is the infill's alone (the middle and the suffix again),
     while the held-out rows still report every part."""
-    args = argparse.ArgumentParser()
-    suffix_lora.add_arguments(args)
-    ns = args.parse_args(["--model", "small", "--run", str(tmp_path / "run"), "--corpus", str(ROOT / "engine" / "dllm_engine"),
-                          "--prefix-max", "48", "--suffix-max", "32", "--middle-max", "16", "--held", "2"])
-    trainer = suffix_lora.SuffixTrainer(ns)
+    trainer = _small_trainer(tmp_path, "--held", "2")
     seqs = trainer.held
     with torch.no_grad():
         full, parts, n = trainer.losses(seqs)
@@ -148,11 +153,7 @@ def test_the_middle_tokens_the_suffix_shows_are_weighted_and_reported_with_and_w
     parts = [-1, -1, -1, -1, -1, P, P, M, M, M, M, S]
     # 40: in the suffix, not the prefix; 41: in both; 30: the prefix's; 50: nowhere; the echo is not the middle
     assert suffix_lora.shown_by_suffix(ids, parts, cfg) == [False] * 7 + [True, False, False, False, False]
-    args = argparse.ArgumentParser()
-    suffix_lora.add_arguments(args)
-    ns = args.parse_args(["--model", "small", "--run", str(tmp_path / "run"), "--corpus", str(ROOT / "engine" / "dllm_engine"),
-                          "--prefix-max", "48", "--suffix-max", "32", "--middle-max", "16", "--held", "8"])
-    trainer = suffix_lora.SuffixTrainer(ns)
+    trainer = _small_trainer(tmp_path, "--held", "8")
     seqs = trainer.held
     masks = [suffix_lora.shown_by_suffix(q, p, trainer.cfg) for q, p in seqs]
     shown_count = sum(sum(m[1:]) for m in masks)
@@ -170,12 +171,7 @@ def test_the_middle_tokens_the_suffix_shows_are_weighted_and_reported_with_and_w
 def test_the_anchor_can_hold_the_infill_rows_alone(tmp_path):
     """--anchor-rows infill: the KL is averaged over the middle's and the suffix's rows only,
     where the prefix's many rows would otherwise hide a drift (all: every scored row)."""
-    args = argparse.ArgumentParser()
-    suffix_lora.add_arguments(args)
-    ns = args.parse_args(["--model", "small", "--run", str(tmp_path / "run"), "--corpus", str(ROOT / "engine" / "dllm_engine"),
-                          "--prefix-max", "48", "--suffix-max", "32", "--middle-max", "16", "--held", "2",
-                          "--anchor", "1.0", "--anchor-rows", "infill", "--rank", "4"])
-    trainer = suffix_lora.SuffixTrainer(ns)
+    trainer = _small_trainer(tmp_path, "--held", "2", "--anchor", "1.0", "--anchor-rows", "infill", "--rank", "4")
     torch.manual_seed(0)
     for p in trainer.learner.parameters():
         p.data.normal_(0, 0.05)  # B starts at zero (the base exactly): move it

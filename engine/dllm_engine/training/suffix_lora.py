@@ -190,11 +190,11 @@ class SuffixTrainer(DistillRun):
         self.model.eval()
         masks = [shown_by_suffix(q, p, self.cfg) for q, p in self.held]
         with torch.no_grad():
-            shown = self._part_means(self.held, masks)
+            with_suffix = self._part_means(self.held, masks)
             cut = [(without_suffix(q, p, self.cfg), without_suffix(q, m, self.cfg)[1]) for (q, p), m in zip(self.held, masks)]
             bare = self._part_means([c[0] for c in cut], [c[1] for c in cut])
         self.model.train()
-        return [*shown[:4], bare[2], bare[2] - shown[2], shown[4], bare[4]]
+        return [*with_suffix[:4], bare[2], bare[2] - with_suffix[2], with_suffix[4], bare[4]]
 
     def _part_means(self, seqs, masks) -> list[float]:
         """Mean CE over every scored token, the prefix's, the middle's, the suffix's again and

@@ -32,7 +32,7 @@ from .denoise import SpecialIds, denoise_pass, sample_tokens
 from .draft_adapter import attach as attach_draft_adapter
 from .engine_activity import ActivityLog
 from .engine_calls import EngineCalls
-from .fill_end import choose_end, chosen_end, settled_cut
+from .fill_end import choose_end, chosen_end, settled_end
 from .head_end import bracket_open, ends_here
 from .dedent_stop import dedent_cut
 from .line_cap import line_cap_cut
@@ -1085,7 +1085,7 @@ class Engine:
         (`stop_at_suffix`, suffix_stop.py), a line that leaves its block (`stop_indent`,
         dedent_stop.py), a loop (`stop_repeats`, repeat_stop.py), as many lines as it may
         show (`max_lines`, line_cap.py) or as many as its chosen end is chosen among
-        (`choose_end`, fill_end.settled_cut); _finish_hole cuts the text there."""
+        (`choose_end`, fill_end.settled_end); _finish_hole cuts the text there."""
         hole = a.state.request.holes[a.index]
         head = a.suffix_head
         if not head and not hole.stop_indent and not hole.stop_repeats and not hole.max_lines and not a.chosen_end:
@@ -1097,7 +1097,7 @@ class Engine:
             return "end"
         if hole.max_lines and line_cap_cut(text, hole.max_lines) >= 0:
             return "end"
-        if a.chosen_end and settled_cut(text) >= 0:
+        if a.chosen_end and settled_end(text, a.chosen_end) >= 0:
             return "end"
         if hole.stop_repeats:
             looped, a.loop_clean = loop_seen(text, typed_indent(hole.prefix), a.loop_clean)
@@ -1174,9 +1174,9 @@ class Engine:
         cut = line_cap_cut(text, hole.max_lines) if hole.max_lines else -1
         if cut >= 0:
             text, reason = text[:cut], "end"
-        cut = settled_cut(text) if a.chosen_end else -1
-        if cut >= 0:  # the break kept where the cuts keep theirs: the whole fill is one more cut
-            text, reason = text[:cut + (a.chosen_end == "line start")], "end"
+        cut = settled_end(text, a.chosen_end) if a.chosen_end else -1
+        if cut >= 0:  # the whole fill is one more cut
+            text, reason = text[:cut], "end"
         cut = trailing_indent_cut(text, hole.suffix)  # the suffix's first line keeps its own indentation
         if cut >= 0:
             text = text[:cut]

@@ -98,8 +98,8 @@ class ActiveHole:
     # found once at admission, not every pass; None: no rule or nothing to repeat.
     suffix_head: str | None = None
     # Hole.choose_end where the engine chooses the fill's end (fill_end.chosen_end: "line
-    # start" or "line end"), found once at admission: the fill ends once that choice is
-    # settled (fill_end.settled_cut). None: its end is not chosen.
+    # start", "line end" or fill_end.INSIDE), found once at admission: the fill ends once that
+    # choice is settled (fill_end.settled_end). None: its end is not chosen.
     chosen_end: str | None = None
     # Hole.banned_starts (start_ban.py): bool [V] of the tokens banned where only blanks come
     # before; None once no masked slot has only blanks before it (or when the hole bans nothing).

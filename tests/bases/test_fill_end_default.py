@@ -3,12 +3,13 @@ fill_end.py): a multi-line fill that runs on past its hole into an example of us
 the line break the suffix follows, the cut the model reads best of all the fill's cuts, for one
 more pass; best of N cuts its copies too, and so does a stream, which sends the first line as it
 settles. A fill that runs on stops being written once no more of it could change the end chosen
-(fill_end.settled_cut). fp32."""
+(fill_end.settled_end). Inside a line, the fill is cut before a character where it goes on as the
+suffix does (fill_end.span_cuts). fp32."""
 
 import pytest
 
 from dllm_engine.candidate_scoring import score_fills
-from dllm_engine.fill_end import MAX_CUTS, choose_end, line_cuts
+from dllm_engine.fill_end import MAX_CUTS, SPAN_CHARS, choose_end, line_cuts, span_cuts
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
 
 
@@ -89,3 +90,23 @@ def test_a_fill_stops_once_more_text_could_not_change_its_chosen_end(engine):
     assert chosen.text == engine._calls.call(lambda: choose_end(engine, hole, free)).text
     assert chosen.text.count("\n") < MAX_CUTS and chosen.finish_reason == "end"
     assert chosen.tokens < free.tokens and chosen.passes < free.passes  # the passes after the settled line never ran
+
+
+@pytest.mark.parametrize("prefix, suffix, right", [
+    ("def count_words(text):\n    words = text.split()\n    return len(", ") if words else 0\n", "words"),
+    ("def positives(items):\n    return [x for x in ", " if x > 0]\n", "items"),
+])
+def test_inside_a_line_a_fill_ends_where_it_goes_on_as_the_suffix_does(engine, prefix, suffix, right):
+    """The hole ends inside a line: the model writes the middle and runs on past the code after
+    it into an example of use; the fill is cut before the suffix's first character where that
+    reads best, and no more of it is written than its cuts reach."""
+    def run(choose_end):
+        return engine.infill(InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=64,
+                                                        choose_end=choose_end)])).holes[0]
+
+    free = run(False)
+    assert free.text.startswith(right) and len(free.text) > SPAN_CHARS, f"the model no longer runs on: {free.text!r}"
+    assert right in span_cuts(free.text, suffix)
+    chosen = run(True)
+    assert chosen.text == right and chosen.finish_reason == "end"
+    assert chosen.passes <= free.passes + 1  # the reading pass, less those after SPAN_CHARS characters

@@ -5,8 +5,9 @@ check is tests/bases/test_fill_end_default.py)."""
 import pytest
 
 from dllm_engine import fill_end
-from dllm_engine.fill_end import (MAX_CUTS, choose_end, chosen_end, cuts_for, end_candidates, hole_end, leaves_open,
-                                  line_cuts, settled_cut)
+from dllm_engine.fill_end import (INSIDE, MAX_CUTS, SPAN_CHARS, choose_end, chosen_end, cuts_for, end_candidates,
+                                  hole_end, kept_by_every_cut, leaves_open, line_cuts, settled_cut, settled_end,
+                                  span_cuts)
 from dllm_engine.protocol import Hole, HoleResult, ProtocolError
 
 HOLE = Hole(prefix="def mean(values):\n    values = list(values)\n", suffix="    print(values)\n")  # ends at a line start
@@ -47,12 +48,12 @@ def test_a_fill_is_settled_once_its_last_cut_and_the_line_after_it_are_written()
     assert settled_cut(text, limit=2) == len("".join(lines[:3])) - 1
 
 
-def test_a_holes_end_is_chosen_where_asked_its_length_is_free_and_a_line_cut_fits():
+def test_a_holes_end_is_chosen_where_asked_and_its_length_is_free():
     assert chosen_end(HOLE) == "line start"
     assert chosen_end(Hole(prefix="x", suffix="\nreturn 1\n")) == "line end"
     assert chosen_end(Hole(prefix=HOLE.prefix, suffix=HOLE.suffix, choose_end=False)) is None
     assert chosen_end(Hole(prefix=HOLE.prefix, suffix=HOLE.suffix, max_tokens=9, bucket=9)) is None  # fixed
-    assert chosen_end(Hole(prefix="x = ", suffix="y)\n")) is None  # ends inside a line
+    assert chosen_end(Hole(prefix="x = ", suffix="y)\n")) == INSIDE
 
 
 def test_where_the_hole_ends_is_read_from_the_suffix_and_the_prefixs_indentation():
@@ -64,9 +65,9 @@ def test_where_the_hole_ends_is_read_from_the_suffix_and_the_prefixs_indentation
     assert end("\treturn x\n", prefix="def f():\n\tpass\n") == "line start"
     # Deeper than the prefix's last line: the body of a block the fill opens.
     assert end("            print(y)\n") == "line start"
-    assert end(" 1)\n", prefix="x = f(\n") is None  # one blank: inside a line
-    assert end("eter)\n    return x\n") is None  # inside a line: no line cut fits
-    assert end(" < threshold:\n") is None and end("  + 1\n") is None  # blanks no line is indented by
+    assert end(" 1)\n", prefix="x = f(\n") == INSIDE  # one blank: inside a line
+    assert end("eter)\n    return x\n") == INSIDE  # code: inside a line
+    assert end(" < threshold:\n") == INSIDE and end("  + 1\n") == INSIDE  # blanks no line is indented by
     # no code after the hole (the file's end): a cut keeps its break unless the suffix brings one
     assert end("") == "line start" and end("  ") == "line start" and end("\n  \n") == "line end"
 
@@ -78,12 +79,50 @@ def test_the_end_is_chosen_only_for_a_finished_fill_with_a_line_break_before_cod
     assert cuts_for(HOLE, result("a\n")) == []  # one line
     assert cuts_for(Hole(prefix="x = ", suffix=""), result("a\nb")) == ["a\n", "a\nb"]  # the file's end
     assert cuts_for(Hole(prefix="x = ", suffix="\n"), result("a\nb")) == ["a", "a\nb"]
-    assert cuts_for(Hole(prefix="x = ", suffix="y)\n"), result("a\nb")) == []  # ends inside a line
+    assert cuts_for(Hole(prefix="x = ", suffix="y)\n"), result("a\nb")) == []  # inside a line: no `y` to cut before
+    assert cuts_for(Hole(prefix="x = ", suffix="y)\n"), result("a + y\nb")) == ["a + ", "a + y\nb"]
     assert cuts_for(Hole(prefix=HOLE.prefix, suffix="    y\n", choose_end=False), result("a\nb")) == []
     assert cuts_for(Hole(prefix=HOLE.prefix, suffix="    y\n", max_tokens=9, bucket=9), result("a\nb")) == []  # fixed
     assert cuts_for(Hole(prefix=HOLE.prefix, suffix="    y\n", max_tokens=64, bucket=8), result("a\nb")) == ["a\n", "a\nb"]
     for reason in ("unsure", "deadline", "cancelled"):
         assert cuts_for(HOLE, result("a\nb", reason)) == []
+
+
+def test_inside_a_line_a_fill_is_cut_where_it_goes_on_as_the_suffix_does():
+    # Before each character that is the suffix's first, never before the fill's own first.
+    assert span_cuts("eter)\n\n    return result\n", "mbers[-1])\n") == []  # no `m` in it
+    fill = "len(items)) * 2\n    return n"
+    assert span_cuts(fill, ") // 2\n") == ["len(items", "len(items)", fill]
+    assert span_cuts("  x = 1", " y") == [" ", "  x", "  x =", "  x = 1"]  # the fill's own first blank is no cut
+    assert span_cuts("abc", "") == []  # no suffix: no character to meet
+    # Only among the first SPAN_CHARS characters (and the whole fill).
+    long = "a" * (SPAN_CHARS + 50)
+    cuts = span_cuts(long, "a")
+    assert len(cuts) == SPAN_CHARS + 1 and cuts[-2] == long[:SPAN_CHARS] and cuts[-1] == long
+
+
+def test_a_fill_ending_inside_a_line_is_settled_once_longer_than_its_cuts_reach():
+    assert settled_end("x" * SPAN_CHARS, INSIDE) == -1
+    assert settled_end("x" * (SPAN_CHARS + 1), INSIDE) == SPAN_CHARS
+    # Cut there, its cuts are the whole fill's but for its whole, which is the last of them.
+    text = ("ab " * 100)[: SPAN_CHARS + 7]
+    cut = text[:settled_end(text, INSIDE)]
+    assert span_cuts(cut, "b")[:-1] == span_cuts(text, "b")[:len(span_cuts(cut, "b")) - 1]
+    # At a line break, the line start's cut keeps its break.
+    lines = "".join(f"    x{i} = {i}\n" for i in range(MAX_CUTS + 3))
+    assert settled_end(lines, "line start") == settled_cut(lines) + 1
+    assert settled_end(lines, "line end") == settled_cut(lines)
+    assert settled_end("a\nb", "line end") == -1
+
+
+def test_a_stream_sends_what_every_cut_keeps():
+    assert kept_by_every_cut("x = 1\ny = 2", "line start", "") == "x = 1\n"
+    assert kept_by_every_cut("x = 1\ny = 2", "line end", "\n") == "x = 1"
+    assert kept_by_every_cut("x = 1", "line end", "\n") == "x = 1"  # no break yet: a cut after it all
+    assert kept_by_every_cut("range(n)) + 1", INSIDE, ")") == "range(n"
+    assert kept_by_every_cut(")) + 1", INSIDE, ")") == ")"  # never before the first character
+    assert kept_by_every_cut("range", INSIDE, ")") == "range"  # the next character may be the suffix's
+    assert kept_by_every_cut("x" * (SPAN_CHARS + 9), INSIDE, ")") == "x" * SPAN_CHARS
 
 
 def test_a_cut_that_leaves_its_last_line_open_is_not_tried():

@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 
-from ..fill_end import fixed_length, hole_end
+from ..fill_end import chosen_end, kept_by_every_cut
 from ..protocol import Hole
 from ..suffix_stop import suffix_cut, suffix_head
 from ..trailing_indent import trailing_indent_cut
@@ -40,7 +40,8 @@ def sendable(text: str, stop: tuple[str, ...], head: str | None = None, prefix: 
     """The longest prefix of settled `text` that no later token can change (`head`: the
     suffix's, which ends the fill where suffix_cut finds it after `prefix`; `suffix`: the
     hole's, before which a fill's trailing blanks go; `chosen_end`: fill_end.hole_end's answer
-    for a hole whose end is chosen, where the first line break is kept or dropped by a cut)."""
+    for a hole whose end is chosen, which a cut may end before the fill's first line break, or
+    inside a line)."""
     text = text.rstrip(REPLACEMENT)
     if (at := trailing_indent_cut(text, suffix)) >= 0:
         text = text[:at]
@@ -49,8 +50,8 @@ def sendable(text: str, stop: tuple[str, ...], head: str | None = None, prefix: 
         found.append(at)
     if found:  # the final fill is cut before the first stop found whole
         text = text[: min(found)]
-    if chosen_end is not None and (at := text.find("\n")) >= 0:  # every cut holds the first line
-        text = text[: at + 1] if chosen_end == "line start" else text[:at]
+    if chosen_end is not None:
+        text = kept_by_every_cut(text, chosen_end, suffix)
     # A stop may still start in a tail of `text` that is a beginning of it: hold that tail.
     ends = (*stop, head) if head else stop
     held = max((k for s in ends for k in range(1, min(len(s), len(text) + 1)) if text.endswith(s[:k])), default=0)
@@ -69,7 +70,7 @@ class FillStream:
     @classmethod
     def for_hole(cls, hole: Hole) -> "FillStream":
         return cls(hole.stop, suffix_head(hole.suffix) if hole.stop_at_suffix else None, hole.prefix, hole.suffix,
-                   hole_end(hole) if hole.choose_end and not fixed_length(hole) else None)
+                   chosen_end(hole) if "\n" not in hole.stop else None)  # where the engine chooses it
 
     def settled(self, text: str) -> str:
         """The new text to send for the settled run `text` (maybe "")."""

@@ -1097,7 +1097,7 @@ class Engine:
             return "end"
         if hole.max_lines and line_cap_cut(text, hole.max_lines) >= 0:
             return "end"
-        if a.chosen_end and settled_end(text, a.chosen_end) >= 0:
+        if a.chosen_end and settled_end(text, a.chosen_end, hole.suffix) >= 0:
             return "end"
         if hole.stop_repeats:
             looped, a.loop_clean = loop_seen(text, typed_indent(hole.prefix), a.loop_clean)
@@ -1174,7 +1174,7 @@ class Engine:
         cut = line_cap_cut(text, hole.max_lines) if hole.max_lines else -1
         if cut >= 0:
             text, reason = text[:cut], "end"
-        cut = settled_end(text, a.chosen_end) if a.chosen_end else -1
+        cut = settled_end(text, a.chosen_end, hole.suffix) if a.chosen_end else -1
         if cut >= 0:  # the whole fill is one more cut
             text, reason = text[:cut], "end"
         cut = trailing_indent_cut(text, hole.suffix)  # the suffix's first line keeps its own indentation

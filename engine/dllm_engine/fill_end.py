@@ -18,12 +18,12 @@ a cut ends before a break) or at the next line's start (the suffix starts with t
 of a line of the prefix, or deeper: a cut ends after a break). A hole that ends inside a line
 (the suffix starts with code, or with a blank or two no line is indented by: most of HumanEval
 random-span, a cursor inside a call) fits no line cut. There the fill is cut where it goes on
-as the suffix goes on (`span_cuts`: at each character of its first `SPAN_CHARS` that is
-followed by the suffix's first character): a fill that wrote the right middle mostly writes
-what follows it next, and the code after it starts there. Measured offline over the default
-model's 164 variable-length fills of HumanEval random-span `tasks[::10]` (benchmarks/RESULTS.md,
-forty-third session): 17 -> 24 passed (8 won, 1 lost), 5 cuts a fill (median); a cut at every
-character passed 25 but read ~200 cuts a fill (4x the time), one at every token boundary 20.
+as the suffix goes on (`span_cuts`: before each of its first `SPAN_CUTS` characters that are
+the suffix's first): a fill that wrote the right middle mostly writes what follows it next, and
+the code after it starts there. Measured offline over the default model's 164 variable-length
+fills of HumanEval random-span `tasks[::10]` (benchmarks/RESULTS.md, forty-third session):
+17 -> 24 passed (8 won, 1 lost), 6 cuts a fill (median); a cut at every character of the first
+200 passed 25 but read ~200 cuts a fill (4x the time), one at every token boundary 20.
 """
 
 from __future__ import annotations
@@ -42,10 +42,13 @@ log = logging.getLogger("dllm_engine")
 # multi-line `tasks[::100]` the cut kept was the fill's 1st-7th line break, the whole fill never.
 MAX_CUTS = 8
 
-# A hole that ends inside a line: its fill's end is chosen among its first SPAN_CHARS
-# characters (and the whole fill); 95% of HumanEval random-span middles are this short, and the
-# fill is settled (written no further) once it is longer.
-SPAN_CHARS = 200
+# A hole that ends inside a line: its fill is cut before each of its first SPAN_CUTS characters
+# that are the suffix's first (and kept whole), and settled (written no further) at the next
+# one. Counted in such characters rather than in text, as MAX_CUTS counts line breaks: a suffix
+# that starts with a blank meets one every few characters, one that starts with `)` or a name
+# seldom, and a long middle before it stays possible. On HumanEval random-span `tasks[::10]`,
+# 16, 32 and every such character of the first 200 chose the same passing cuts.
+SPAN_CUTS = 32
 INSIDE = "inside a line"
 
 
@@ -82,26 +85,38 @@ def settled_cut(text: str, limit: int = MAX_CUTS) -> int:
     return -1
 
 
-def span_cuts(text: str, suffix: str, limit: int = SPAN_CHARS) -> list[str]:
+def _meets(text: str, suffix: str, limit: int) -> list[int]:
+    """The offsets of the fill's first `limit` characters that are the suffix's first (never
+    its own first character: a cut keeps something)."""
+    first, out = suffix[:1], []
+    at = text.find(first, 1) if first else -1
+    while at >= 0 and len(out) < limit:
+        out.append(at)
+        at = text.find(first, at + 1)
+    return out
+
+
+def span_cuts(text: str, suffix: str, limit: int = SPAN_CUTS) -> list[str]:
     """The fill up to each of its first `limit` characters where it goes on with the suffix's
-    first character (the end of a middle the fill wrote whole before running on into the code
-    after it), then the whole fill, shortest first; [] when there is no choice to make."""
-    first = suffix[:1]
-    cuts = [text[:at] for at in range(1, min(len(text), limit + 1)) if text[at] == first] if first else []
+    first (the end of a middle the fill wrote whole before running on into the code after it),
+    then the whole fill, shortest first; [] when there is no choice to make."""
+    cuts = [text[:at] for at in _meets(text, suffix, limit)]
     return cuts + [text] if cuts else []
 
 
-def span_settled(text: str, limit: int = SPAN_CHARS) -> int:
-    """Where a fill whose end is chosen inside a line is settled (span_cuts: nothing it writes
-    after its first `limit` characters can change its cut), or -1 (not yet)."""
-    return limit if len(text) > limit else -1
+def span_settled(text: str, suffix: str, limit: int = SPAN_CUTS) -> int:
+    """Where a fill whose end is chosen inside a line is settled: at its character after the
+    `limit` that span_cuts cuts before (nothing it writes after them can change its cut; cut
+    there, the whole fill is one more cut), or -1 (not yet)."""
+    meets = _meets(text, suffix, limit + 1)
+    return meets[limit] if len(meets) > limit else -1
 
 
-def settled_end(text: str, end: str) -> int:
+def settled_end(text: str, end: str, suffix: str) -> int:
     """Where a fill whose end is chosen (`end`: hole_end's answer) may stop, its text cut there
     (the whole fill is then one more cut), or -1 while its end could still change."""
     if end == INSIDE:
-        return span_settled(text)
+        return span_settled(text, suffix)
     at = settled_cut(text)
     return at + (end == "line start") if at >= 0 else -1  # the break kept where the cuts keep theirs
 
@@ -111,7 +126,7 @@ def kept_by_every_cut(text: str, end: str, suffix: str) -> str:
     hole_end's answer): a stream may send this much before the end is chosen."""
     if end == INSIDE:  # (with no cut yet, the next character may make the whole fill one)
         cuts = span_cuts(text, suffix)
-        return cuts[0] if cuts else text[:SPAN_CHARS]
+        return cuts[0] if cuts else text
     at = text.find("\n")
     if at < 0:
         return text

@@ -9,7 +9,7 @@ suffix does (fill_end.span_cuts). fp32."""
 import pytest
 
 from dllm_engine.candidate_scoring import score_fills
-from dllm_engine.fill_end import MAX_CUTS, SPAN_CHARS, choose_end, line_cuts, span_cuts
+from dllm_engine.fill_end import MAX_CUTS, choose_end, line_cuts, span_cuts
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
 
 
@@ -99,14 +99,14 @@ def test_a_fill_stops_once_more_text_could_not_change_its_chosen_end(engine):
 def test_inside_a_line_a_fill_ends_where_it_goes_on_as_the_suffix_does(engine, prefix, suffix, right):
     """The hole ends inside a line: the model writes the middle and runs on past the code after
     it into an example of use; the fill is cut before the suffix's first character where that
-    reads best, and no more of it is written than its cuts reach."""
+    reads best."""
     def run(choose_end):
         return engine.infill(InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=64,
                                                         choose_end=choose_end)])).holes[0]
 
     free = run(False)
-    assert free.text.startswith(right) and len(free.text) > SPAN_CHARS, f"the model no longer runs on: {free.text!r}"
+    assert free.text.startswith(right) and free.text.count("\n") > 2, f"the model no longer runs on: {free.text!r}"
     assert right in span_cuts(free.text, suffix)
     chosen = run(True)
     assert chosen.text == right and chosen.finish_reason == "end"
-    assert chosen.passes <= free.passes + 1  # the reading pass, less those after SPAN_CHARS characters
+    assert chosen.passes <= free.passes + 1  # the reading pass, less those after the fill settled

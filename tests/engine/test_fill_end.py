@@ -5,7 +5,7 @@ check is tests/bases/test_fill_end_default.py)."""
 import pytest
 
 from dllm_engine import fill_end
-from dllm_engine.fill_end import (INSIDE, MAX_CUTS, SPAN_CHARS, choose_end, chosen_end, cuts_for, end_candidates,
+from dllm_engine.fill_end import (INSIDE, MAX_CUTS, SPAN_CUTS, choose_end, chosen_end, cuts_for, end_candidates,
                                   hole_end, kept_by_every_cut, leaves_open, line_cuts, settled_cut, settled_end,
                                   span_cuts)
 from dllm_engine.protocol import Hole, HoleResult, ProtocolError
@@ -95,24 +95,28 @@ def test_inside_a_line_a_fill_is_cut_where_it_goes_on_as_the_suffix_does():
     assert span_cuts(fill, ") // 2\n") == ["len(items", "len(items)", fill]
     assert span_cuts("  x = 1", " y") == [" ", "  x", "  x =", "  x = 1"]  # the fill's own first blank is no cut
     assert span_cuts("abc", "") == []  # no suffix: no character to meet
-    # Only among the first SPAN_CHARS characters (and the whole fill).
-    long = "a" * (SPAN_CHARS + 50)
+    # Before the first SPAN_CUTS such characters only (and whole), however far apart.
+    long = "a" * (SPAN_CUTS + 50)
     cuts = span_cuts(long, "a")
-    assert len(cuts) == SPAN_CHARS + 1 and cuts[-2] == long[:SPAN_CHARS] and cuts[-1] == long
+    assert len(cuts) == SPAN_CUTS + 1 and cuts[-2] == long[:SPAN_CUTS] and cuts[-1] == long
+    far = "x" * 500 + ")"
+    assert span_cuts(far, ")") == ["x" * 500, far]  # a long middle before the suffix's `)`
 
 
-def test_a_fill_ending_inside_a_line_is_settled_once_longer_than_its_cuts_reach():
-    assert settled_end("x" * SPAN_CHARS, INSIDE) == -1
-    assert settled_end("x" * (SPAN_CHARS + 1), INSIDE) == SPAN_CHARS
-    # Cut there, its cuts are the whole fill's but for its whole, which is the last of them.
-    text = ("ab " * 100)[: SPAN_CHARS + 7]
-    cut = text[:settled_end(text, INSIDE)]
-    assert span_cuts(cut, "b")[:-1] == span_cuts(text, "b")[:len(span_cuts(cut, "b")) - 1]
+def test_a_fill_ending_inside_a_line_is_settled_at_the_character_after_its_last_cut():
+    text = "f(a) + g(b) + " * 40
+    closers = [i for i, c in enumerate(text) if c == ")"]
+    assert settled_end(text[:closers[SPAN_CUTS]], INSIDE, ")") == -1  # its last cut is there: not yet
+    assert settled_end(text, INSIDE, ")") == settled_end(text[:closers[SPAN_CUTS] + 1], INSIDE, ")") == closers[SPAN_CUTS]
+    assert settled_end("x" * 1000, INSIDE, ")") == -1  # no such character: never settled, the room ends it
+    # Cut there, its cuts are the whole fill's, and its whole the one after them.
+    cut = text[:settled_end(text, INSIDE, ")")]
+    assert span_cuts(cut, ")")[:-1] == span_cuts(text, ")")[:-1] and span_cuts(cut, ")")[-1] == cut
     # At a line break, the line start's cut keeps its break.
     lines = "".join(f"    x{i} = {i}\n" for i in range(MAX_CUTS + 3))
-    assert settled_end(lines, "line start") == settled_cut(lines) + 1
-    assert settled_end(lines, "line end") == settled_cut(lines)
-    assert settled_end("a\nb", "line end") == -1
+    assert settled_end(lines, "line start", "") == settled_cut(lines) + 1
+    assert settled_end(lines, "line end", "\n") == settled_cut(lines)
+    assert settled_end("a\nb", "line end", "\n") == -1
 
 
 def test_a_stream_sends_what_every_cut_keeps():
@@ -122,7 +126,7 @@ def test_a_stream_sends_what_every_cut_keeps():
     assert kept_by_every_cut("range(n)) + 1", INSIDE, ")") == "range(n"
     assert kept_by_every_cut(")) + 1", INSIDE, ")") == ")"  # never before the first character
     assert kept_by_every_cut("range", INSIDE, ")") == "range"  # the next character may be the suffix's
-    assert kept_by_every_cut("x" * (SPAN_CHARS + 9), INSIDE, ")") == "x" * SPAN_CHARS
+    assert kept_by_every_cut("x" * 900, INSIDE, ")") == "x" * 900
 
 
 def test_a_cut_that_leaves_its_last_line_open_is_not_tried():

@@ -110,3 +110,18 @@ def test_inside_a_line_a_fill_ends_where_it_goes_on_as_the_suffix_does(engine, p
     chosen = run(True)
     assert chosen.text == right and chosen.finish_reason == "end"
     assert chosen.passes <= free.passes + 1  # the reading pass, less those after the fill settled
+
+
+def test_a_streamed_fill_inside_a_line_sends_what_every_cut_keeps(engine):
+    """A stream of a fill that ends inside a line sends its text up to the first character that
+    is the suffix's first as it settles (every cut keeps that much), the rest once the cut is
+    chosen: what was sent is the chosen fill's start, never text after its end."""
+    from dllm_engine.openai_api.streaming import FillStream
+
+    hole = Hole(prefix="def positives(items):\n    return [x for x in ", suffix=" if x > 0]\n", max_tokens=64)
+    stream, sent = FillStream.for_hole(hole), []
+    chosen = engine.submit(InfillRequest(holes=[hole]),
+                           on_settled=lambda event: sent.append(stream.settled(event.text))).result(120).holes[0]
+    assert chosen.text == "items"
+    assert "".join(sent) == "items"  # up to the fill's first blank: this fill's chosen end
+    assert stream.final(chosen.text) == ""

@@ -125,8 +125,8 @@ def kept_by_every_cut(text: str, end: str, suffix: str) -> str:
     """The start of a fill that every cut of it keeps, whatever it writes next (`end`:
     hole_end's answer): a stream may send this much before the end is chosen."""
     if end == INSIDE:  # (with no cut yet, the next character may make the whole fill one)
-        cuts = span_cuts(text, suffix)
-        return cuts[0] if cuts else text
+        first = _meets(text, suffix, 1)
+        return text[:first[0]] if first else text
     at = text.find("\n")
     if at < 0:
         return text

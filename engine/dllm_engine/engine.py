@@ -589,8 +589,7 @@ class Engine:
             first_stop_ids=self._first_stop_ids(hole.stop, healed, first_allowed) if hole.stop and healed else None,
             start_ban=self._start_ban(hole, healed),
             suffix_head=suffix_head(hole.suffix) if hole.stop_at_suffix else None,
-            # (a fill that stops at a line break never reaches the breaks its end is settled at)
-            chosen_end=chosen_end(hole) if self.scores_candidates and "\n" not in hole.stop else None,
+            chosen_end=chosen_end(hole) if self.scores_candidates else None,
         ))
         self._first_head_draft(self.scheduler.active[-1])
 

@@ -193,8 +193,11 @@ def leaves_open(hole: Hole, text: str, cut: str) -> bool:
 
 def chosen_end(hole: Hole) -> str | None:
     """Where the hole ends (hole_end) when its fill's end is to be chosen; None when it is not
-    (not asked, or a fixed length)."""
-    return hole_end(hole) if hole.choose_end and not fixed_length(hole) else None
+    (not asked, a fixed length, or a fill that stops at a line break: one line has no line cut,
+    and inside a line its line is the fill)."""
+    if not hole.choose_end or fixed_length(hole) or "\n" in hole.stop:
+        return None
+    return hole_end(hole)
 
 
 def cuts_for(hole: Hole, result: HoleResult) -> list[str]:

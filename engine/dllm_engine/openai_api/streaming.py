@@ -70,7 +70,7 @@ class FillStream:
     @classmethod
     def for_hole(cls, hole: Hole) -> "FillStream":
         return cls(hole.stop, suffix_head(hole.suffix) if hole.stop_at_suffix else None, hole.prefix, hole.suffix,
-                   chosen_end(hole) if "\n" not in hole.stop else None)  # where the engine chooses it
+                   chosen_end(hole))
 
     def settled(self, text: str) -> str:
         """The new text to send for the settled run `text` (maybe "")."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import sys
 import time
@@ -31,7 +32,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--temperature", type=float, default=0.0)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--candidates", type=int, default=2, choices=range(1, 9), metavar="N",
-                   help="best of N: fill N ways, keep the fill the model reads best with the code after it "
+                   help="best of N: fill N ways and print, of the fills ranked by the model's reading of each "
+                        "with the code after it, the first that leaves the file with the fewest syntax errors "
                         "(1-8, default 2; models not scored left to right fill once)")
     p.add_argument("--print-file", action="store_true", help="print the whole filled file")
     p.add_argument("--json", action="store_true", help="print the engine's result as JSON")
@@ -53,6 +55,19 @@ def offset_of(text: str, spec: str) -> int:
     if not (1 <= col <= width + 1):
         raise SystemExit(f"column {col} is outside line {line} (1..{width + 1})")
     return start + col - 1
+
+
+def parsing_first(hole, before: str, after: str, path: Path):
+    """Best of N's fill to print: the first (best read first) with which the file has the
+    fewest syntax errors, as the editor offers it (syntax/fill_choice.py); the others after it."""
+    from dllm_lsp.syntax.fill_choice import fewest_errors
+    from dllm_lsp.syntax.languages import language_for
+
+    fills = [hole.text, *hole.alternatives]
+    best = fewest_errors([before + fill + after for fill in fills], language_for(str(path)))
+    if not best:
+        return hole
+    return dataclasses.replace(hole, text=fills[best], alternatives=fills[:best] + fills[best + 1:])
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,6 +100,7 @@ def run(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     result = asyncio.run(go())
+    result.holes[0] = parsing_first(result.holes[0], text[:start], text[end:], args.file)
     hole = result.holes[0]
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))

@@ -16,6 +16,7 @@ from dllm_engine.protocol import DiffusionParams, Hole, HoleResult, InfillReques
 
 from ..syntax.context import (CompletionContext, ContextBudget, completion_context, opening_bans, range_context,
                               resting_context, under_policy, with_snippets)
+from ..syntax.fill_choice import fewest_errors
 from ..syntax.indentation import leading
 from ..syntax.text_lines import previous_nonblank_line
 from ..syntax.shaping import shape_completion
@@ -196,16 +197,25 @@ def unsure_lines(plan: Plan, text: str) -> str:
     return kept + "\n" if kept.strip() else ""
 
 
-def with_alternatives(plan: Plan, main: Suggestion, fill: HoleResult) -> Suggestion:
-    """`main` with the fill's alternatives (best of N's other fills, best read first) as its
-    others: shaped as any fill, none twice, none the same as `main`."""
-    others, seen = [], {main.text}
+def with_alternatives(plan: Plan, main: Suggestion | None, fill: HoleResult) -> Suggestion | None:
+    """Best of N's suggestions: `main` (the best-read fill, shaped; None where shaping dropped
+    it) and the fill's alternatives (best read first), each shaped as any fill, none twice.
+    The first with which the document has the fewest syntax errors is offered, the others
+    after it in the engine's order (fill_choice.py: the model's reading favours short fills,
+    an empty one most, and a fill that breaks the file is never the one wanted while another
+    parses)."""
+    options = [main] if main is not None else []
+    seen = {main.text} if main is not None else set()
     for text in fill.alternatives:
         other = shape(plan, text)
         if other is not None and other.text not in seen:
             seen.add(other.text)
-            others.append(other)
-    return dataclasses.replace(main, others=tuple(others)) if others else main
+            options.append(other)
+    if not options:
+        return None
+    best = fewest_errors([plan.text[:s.offset] + s.text + plan.text[s.replace_end:] for s in options], plan.language)
+    first, others = options[best], options[:best] + options[best + 1:]
+    return dataclasses.replace(first, others=tuple(others))
 
 
 def shape(plan: Plan, completion: str) -> Suggestion | None:

@@ -56,13 +56,17 @@ async def regenerate_selection(ls: "DllmServer", uri: str, rng: types.Range) -> 
     if doc.version != version or ls.documents.get(uri) is not doc:
         log.info("regenerate: %s changed while the engine worked; dropping the edit", uri)
         return None
-    new = result.holes[0].text.replace("\r\n", "\n")
-    if "\r\n" in doc.text:
-        new = new.replace("\n", "\r\n")  # the engine works in LF; the document keeps its line ends
-    if not _keeps_parsing(doc, [(start, end, new)]):
+    # Best of N: the best-read fill, else the first of the others (best read first) that adds
+    # no parse errors (the reading favours short fills, and one that breaks the file is never
+    # the edit wanted while another parses: fill_choice.py).
+    for text in (result.holes[0].text, *result.holes[0].alternatives):
+        new = text.replace("\r\n", "\n")
+        if "\r\n" in doc.text:
+            new = new.replace("\n", "\r\n")  # the engine works in LF; the document keeps its line ends
+        if _keeps_parsing(doc, [(start, end, new)]):
+            return _edit(doc, [types.TextEdit(range=rng, new_text=new)])
         log.info("regenerate: the fill for %s adds parse errors; dropping it: %r", uri, new[:120])
-        return None
-    return _edit(doc, [types.TextEdit(range=rng, new_text=new)])
+    return None
 
 
 async def fill_holes(ls: "DllmServer", uri: str) -> types.WorkspaceEdit | None:

@@ -117,15 +117,19 @@ async def suggest(ls: "DllmServer", uri: str, position: types.Position, kind: st
         except Exception:
             log.exception("shaping failed for %r", result.holes[0].text[:80])
             return None
-        if result.holes[0].finish_reason == "unsure":
+        unsure = result.holes[0].finish_reason == "unsure"
+        if unsure:
             ls.scheduler.stats.count_unsure(shown=suggestion is not None)
-        if suggestion is None:
-            return None
-        if result.holes[0].alternatives:  # best of N (an explicit request): the other fills too
+        # Best of N (an explicit request): the other fills too, and one of them offered first
+        # where the file parses better with it, or where shaping dropped the best-read fill
+        # (not where the unsure gate did: the model was unsure of the hole itself).
+        if result.holes[0].alternatives and (suggestion is not None or not unsure):
             try:
                 suggestion = with_alternatives(plan, suggestion, result.holes[0])
             except Exception:
                 log.exception("shaping best of N's other fills failed; offering the best alone")
+        if suggestion is None:
+            return None
         ls.cache.put(uri, plan.text, offset, CachedSuggestion(suggestion.text, suggestion.replace_end - offset))
         current = ls.documents.get(uri)
         if current is not None:

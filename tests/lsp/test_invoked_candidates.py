@@ -67,6 +67,47 @@ async def test_best_of_n_s_other_fills_come_as_further_items(client, scripted):
     assert [i.insert_text for i in typed.items] == ["s += x"]
 
 
+async def test_an_other_fill_the_file_parses_with_comes_first(client, scripted):
+    """The best-read fill leaves the loop without a body (a comment alone); another fill gives
+    it one: that one is offered first, the model's choices after it. Where shaping drops the
+    best-read fill (an empty one), the other stands in instead of nothing."""
+    scripted.engine.rules = [("        ", "# add x to s")]
+    scripted.engine.alternatives = {"        ": ["# x into s", "s += x"]}
+    await start(client, engine={"mode": "remote", "url": scripted.url}, debounceMs=0,
+                diffusion={"invokedCandidates": 3})
+    await wait_for(lambda: any(s["state"] == "ready" for s in client.statuses), 20, "engine ready")
+    open_doc(client, URI, TEXT)
+    asked = await ask(client, types.InlineCompletionTriggerKind.Invoked)
+    assert [i.insert_text for i in asked.items] == ["s += x", "# add x to s", "# x into s"], asked.items
+    scripted.engine.rules = [("        ", "")]
+    scripted.engine.alternatives = {"        ": ["s += x"]}
+    client.text_document_did_change(types.DidChangeTextDocumentParams(  # a fresh snapshot: no cached answer
+        text_document=types.VersionedTextDocumentIdentifier(uri=URI, version=2),
+        content_changes=[types.TextDocumentContentChangeWholeDocument(text=TEXT + "\n")]))
+    asked = await ask(client, types.InlineCompletionTriggerKind.Invoked)
+    assert [i.insert_text for i in asked.items] == ["s += x"], asked.items
+
+
+async def test_regenerate_takes_the_first_fill_that_keeps_the_file_parsing(client, scripted):
+    """Regenerate selection is best of N too: a best-read fill that breaks the file gives way to
+    the first other fill (best read first) that does not; none that parses, no edit."""
+    text = "def f(x):\n    y = x + 1\n    return y\n"
+    scripted.engine.rules = [("    y = ", "x * (")]
+    scripted.engine.alternatives = {"    y = ": ["x - (", "x * 2", "x - 1"]}
+    await start(client, engine={"mode": "remote", "url": scripted.url}, debounceMs=0,
+                diffusion={"invokedCandidates": 4})
+    await wait_for(lambda: any(s["state"] == "ready" for s in client.statuses), 20, "engine ready")
+    open_doc(client, "file:///tmp/project/edit.py", text)
+    selection = {"start": {"line": 1, "character": 8}, "end": {"line": 1, "character": 13}}
+    result = await command(client, "dllm.regenerateSelection", "file:///tmp/project/edit.py", selection)
+    assert result["applied"] is True
+    [edit] = client.applied_edits
+    assert [e.new_text for change in edit.document_changes for e in change.edits] == ["x * 2"]
+    scripted.engine.alternatives = {"    y = ": ["x - ("]}
+    result = await command(client, "dllm.regenerateSelection", "file:///tmp/project/edit.py", selection)
+    assert result == {"applied": False} and len(client.applied_edits) == 1
+
+
 def test_the_setting_is_checked_and_many_holes_share_the_fill_budget():
     opts, errors = parse_options({"diffusion": {"invokedCandidates": 9}})
     assert errors and "invokedCandidates" in errors[0] and opts.diffusion.invoked_candidates == 2

@@ -1,0 +1,41 @@
+"""Best of N's fills ranked by the syntax errors they leave in the file (syntax/fill_choice.py)."""
+
+from __future__ import annotations
+
+from dllm_engine.protocol import HoleResult
+
+from dllm_lsp.commands.infill import parsing_first
+from dllm_lsp.syntax.fill_choice import fewest_errors, syntax_errors
+from dllm_lsp.syntax.languages import language_named
+
+PY = language_named("python")
+LOOP = "def total(xs):\n    s = 0\n    for x in xs:\n        {}\n    return s\n"
+
+
+def test_errors_count_tree_sitter_s_and_cpython_s():
+    assert syntax_errors(LOOP.format("s += x"), PY) == 0
+    assert syntax_errors(LOOP.format("s += (x"), PY) >= 1
+    # A loop whose body is only a comment: no ERROR node for tree-sitter, but no body for CPython.
+    assert syntax_errors(LOOP.format("# add x"), PY) == 1
+    js = language_named("javascript")
+    assert syntax_errors("function f(x) { return x +; }", js) >= 1
+    assert syntax_errors("function f(x) { return x + 1; }", js) == 0
+
+
+def test_the_first_fill_with_the_fewest_errors_wins_and_ties_keep_the_model_s_order():
+    filled = [LOOP.format(f) for f in ("", "# add x", "s += x", "s = s + x")]
+    assert fewest_errors(filled, PY) == 2  # the best-read fills leave the loop without a body
+    assert fewest_errors([LOOP.format("s += x"), LOOP.format("s = s + x")], PY) == 0
+    assert fewest_errors([LOOP.format("s += (x")] * 3, PY) == 0  # all broken alike: the model's choice
+    assert fewest_errors([LOOP.format(""), LOOP.format("s += x")], None) == 0  # no grammar: nothing to judge
+    assert fewest_errors([LOOP.format("")], PY) == 0
+
+
+def test_the_cli_prints_the_parsing_fill_and_keeps_the_others_in_order(tmp_path):
+    before, after = LOOP.split("{}")
+    hole = HoleResult("# add x", "end", 3, 3, alternatives=["s += (x", "s += x", "s = s + x"])
+    chosen = parsing_first(hole, before, after, tmp_path / "totals.py")
+    assert chosen.text == "s += x" and chosen.alternatives == ["# add x", "s += (x", "s = s + x"]
+    assert parsing_first(hole, before, after, tmp_path / "totals.unknown") is hole  # no grammar
+    single = HoleResult("# add x", "end", 3, 3)
+    assert parsing_first(single, before, after, tmp_path / "totals.py") is single  # one fill: nothing to choose

@@ -41,3 +41,28 @@ def test_the_kept_fill_reads_at_least_as_well_as_the_plain_one(engine):
             assert all(a >= b - 1e-3 for a, b in zip(scores, scores[1:])), (scores, best, others)
         changed += best != plain
     assert changed >= 1, "best of 4 kept the plain fill on every example: the samples never won"
+
+
+# dllm_lsp/server/inflight.py as it stood in the forty-third session (f46853c, less its docstring): code
+# written after the base was trained. Its first line of `run` regenerated, the model reads best
+# an `if` that opens a block the next line does not indent into; `dllm-lsp infill` prints the
+# other fill, which the file parses with (best of 2, syntax/fill_choice.py). fp32, bare base:
+# the same best-read fill whatever the rows' rounding.
+INFLIGHT = (Path(__file__).parent / "fixtures" / "inflight_f46853c.txt").read_text()
+
+
+def test_the_cli_prints_a_fill_the_file_parses_with_where_the_best_read_one_breaks_it(engine, tmp_path):
+    from dllm_lsp.commands.infill import parsing_first
+    from dllm_lsp.syntax.fill_choice import syntax_errors
+    from dllm_lsp.syntax.languages import language_named
+
+    line = "        task = self._tasks.get(key)"
+    start = INFLIGHT.index(line)
+    before, after = INFLIGHT[:start], INFLIGHT[start + len(line):]
+    hole = Hole(prefix=before, suffix=after, max_tokens=48, stop=("\n",))
+    result = engine.infill(InfillRequest(holes=[hole], params=DiffusionParams(candidates=2)), timeout=120).holes[0]
+    py = language_named("python")
+    assert syntax_errors(before + result.text + after, py) > 0, f"the best-read fill parses now: {result.text!r}"
+    printed = parsing_first(result, before, after, tmp_path / "inflight.py")
+    assert printed.text in result.alternatives and syntax_errors(before + printed.text + after, py) == 0, printed
+    assert printed.alternatives[0] == result.text  # the model's choice still offered, after it

@@ -213,7 +213,9 @@ def with_alternatives(plan: Plan, main: Suggestion | None, fill: HoleResult) -> 
             options.append(other)
     if not options:
         return None
-    best = fewest_errors([plan.text[:s.offset] + s.text + plan.text[s.replace_end:] for s in options], plan.language)
+    # A document the server does not parse (huge, or no grammar: no tree) is not parsed here either.
+    language = plan.language if plan.tree is not None else None
+    best = fewest_errors([plan.text[:s.offset] + s.text + plan.text[s.replace_end:] for s in options], language)
     first, others = options[best], options[:best] + options[best + 1:]
     return dataclasses.replace(first, others=tuple(others))
 

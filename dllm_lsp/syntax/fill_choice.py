@@ -11,14 +11,18 @@ candidate passed (benchmarks/RESULTS.md, forty-fourth session).
 from __future__ import annotations
 
 from dllm_lsp.syntax.languages import LanguageSpec, parse
-from dllm_lsp.syntax.parse_check import error_count, python_compiles
+from dllm_lsp.syntax.parse_check import error_spans, python_rejects_while_typing
 
 
 def syntax_errors(text: str, language: LanguageSpec) -> int:
     """ERROR and MISSING nodes of the file, plus one where CPython rejects a Python file that
-    tree-sitter accepts (a block with no body parses there, not in CPython)."""
-    count = error_count(parse(text, language))
-    if language.name == "python" and not count and not python_compiles(text):
+    tree-sitter accepts (a block with no body parses there, not in CPython). What the file
+    lacks at its very end (a `}` not yet typed, a block header on the last line with no body
+    yet) is incomplete, not wrong, while typing: not counted, so a fill that opens a block at
+    the end of what is written does not lose to one that does not."""
+    end = len(text.rstrip().encode("utf-8"))
+    count = sum(1 for start, stop in error_spans(parse(text, language)) if not (start == stop and start >= end))
+    if language.name == "python" and not count and python_rejects_while_typing(text):
         count = 1
     return count
 

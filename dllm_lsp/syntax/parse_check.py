@@ -76,6 +76,12 @@ def _open_block_at_the_end(err: SyntaxError, text: str) -> bool:
     return int(m.group(1)) == len(lines)
 
 
+def python_rejects_while_typing(text: str) -> bool:
+    """CPython rejects ``text`` for more than a block header left open on its last line."""
+    err = _compile_error(text)
+    return err is not None and not _open_block_at_the_end(err, text)
+
+
 @lru_cache(maxsize=16)
 def _original_compiles(text: str) -> bool:
     return python_compiles(text)

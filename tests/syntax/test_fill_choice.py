@@ -22,6 +22,14 @@ def test_errors_count_tree_sitter_s_and_cpython_s():
     assert syntax_errors("function f(x) { return x + 1; }", js) == 0
 
 
+def test_a_block_opened_at_the_end_of_what_is_written_is_not_an_error():
+    assert syntax_errors("def f(xs):\n    t = 0\n    for x in xs:\n", PY) == 0
+    assert syntax_errors("def f(xs):\n    for x in xs:\n    return t\n", PY) == 1  # a body is due before code
+    js = language_named("javascript")
+    assert syntax_errors("function f(xs) {\n  for (const x of xs) {\n", js) == 0  # its } not typed yet
+    assert syntax_errors("function f(xs) {\n  return xs +;\n", js) >= 1
+
+
 def test_the_first_fill_with_the_fewest_errors_wins_and_ties_keep_the_model_s_order():
     filled = [LOOP.format(f) for f in ("", "# add x", "s += x", "s = s + x")]
     assert fewest_errors(filled, PY) == 2  # the best-read fills leave the loop without a body

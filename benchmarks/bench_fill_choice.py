@@ -7,6 +7,8 @@ same engine results.
         [--offset 0 --every 2]     # HumanEval single-line: pass@1 of each (tests run)
     python benchmarks/bench_fill_choice.py --benchmark heldout --heldout-dir DIR --n 2 --out B.json
                                    # one-line holes cut from DIR's Python: exact match, syntax ok
+    python benchmarks/bench_fill_choice.py --benchmark multi-line --stride 20 --n 2 --out C.json
+                                   # multi-line / random-span: variable length (the end chosen), 128 tokens
 Fills do not depend on load: two processes (`--offset 0/1 --every 2`) may run side by side.
 """
 
@@ -27,8 +29,9 @@ from dllm_lsp.syntax.languages import language_named
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--benchmark", choices=("humaneval", "heldout"), default="humaneval")
-    ap.add_argument("--stride", type=int, default=5, help="HumanEval single-line tasks[::stride]")
+    ap.add_argument("--benchmark", choices=("humaneval", "multi-line", "random-span", "heldout"), default="humaneval",
+                    help="humaneval: single-line, line mode; multi-line, random-span: variable length")
+    ap.add_argument("--stride", type=int, default=5, help="HumanEval tasks[::stride]")
     ap.add_argument("--heldout-dir", type=Path, default=Path("dllm_lsp"))
     ap.add_argument("--heldout-count", type=int, default=600, help="holes cut (a third are one line)")
     ap.add_argument("--n", type=int, default=2, help="best of N")
@@ -40,8 +43,11 @@ def main() -> None:
     py = language_named("python")
     engine = Engine(EngineConfig(model="default", threads=a.threads))
     trim = ContextTrimmer(engine.tokenizer, 1024)
+    line_mode = a.benchmark in ("humaneval", "heldout")
     if a.benchmark == "humaneval":
         tasks = load_humaneval("single-line", stride=a.stride)
+    elif a.benchmark != "heldout":
+        tasks = load_humaneval(a.benchmark, stride=a.stride)
     else:
         tasks = [t for t in cut_heldout(folder_sources(a.heldout_dir), a.heldout_count) if t.benchmark == "heldout-line"]
     tasks = tasks[a.offset::a.every]
@@ -49,10 +55,12 @@ def main() -> None:
     try:
         for k, t in enumerate(tasks):
             prefix, suffix = trim(t.prefix, t.suffix)
-            hole = Hole(prefix=prefix, suffix=suffix, max_tokens=64, stop=("\n",))
+            hole = (Hole(prefix=prefix, suffix=suffix, max_tokens=64, stop=("\n",)) if line_mode
+                    else Hole(prefix=prefix, suffix=suffix, max_tokens=128))
             r = engine.infill(InfillRequest(holes=[hole], params=DiffusionParams(candidates=a.n))).holes[0]
             fills = [r.text] + list(r.alternatives or [])
-            lines = [f + "\n" if f.strip() else "" for f in fills]  # a whole line, as the editor inserts it
+            # line mode: a whole line, as the editor inserts it; a variable-length fill as it is
+            lines = [f + "\n" if f.strip() else "" for f in fills] if line_mode else fills
             j = fewest_errors([t.prefix + line + t.suffix for line in lines], py)
             row = dict(task=t.task_id, engine=fills[0], chosen=fills[j], fills=len(fills))
             if t.executable:

@@ -5,8 +5,9 @@ own checks on the result (the same check the original line passes).
 
 Each example is a complete program whose hole line ends in `# <hole>`: the code after that
 line's indentation is cut out (the cursor sits after the indentation, as in an editor), the
-model fills it as a single line (stop at the newline), and the program's `__main__` asserts
-run in a subprocess. Exit 0 when at least --need examples pass.
+model fills it as a single line (stop at the newline; of best of N's fills, the first the file
+parses with, as `dllm-lsp infill` prints), and the program's `__main__` asserts run in a
+subprocess. Exit 0 when at least --need examples pass.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def main() -> int:
     args = ap.parse_args()
     from dllm_engine.engine import Engine, EngineConfig
     from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
+    from dllm_lsp.commands.infill import parsing_first
 
     engine = Engine(EngineConfig(model=args.model, weights=args.weights))
     ok = 0
@@ -59,6 +61,7 @@ def main() -> int:
             prefix, original, suffix = cut(path.read_text())
             hole = Hole(prefix=prefix, suffix=suffix, max_tokens=48, stop=("\n",))
             res = engine.infill(InfillRequest(holes=[hole], params=DiffusionParams(candidates=args.candidates))).holes[0]
+            res = parsing_first(res, prefix, suffix, path)  # of best of N's fills, as `dllm-lsp infill` prints
             good = passes(prefix + res.text + suffix)
             ok += good
             print(f"{'PASS' if good else 'FAIL'}  {path.name:24} {res.text!r}  (original {original!r}; "

@@ -512,10 +512,10 @@ class Engine:
         encoded while the engine is idle (near_context.py)."""
         state, index, prefix_ids, suffix_ids, *rest = prepared
         hole = state.request.holes[index]
-        # Best of N and a multi-line fill's chosen end read the fill again against the whole
+        # Best of N and a fill whose end is chosen read the fill again against the whole
         # context, which would then be encoded before the answer anyway.
         if (hole.near_tokens is None or state.request.priority != "interactive" or state.candidates > 1
-                or (self.scores_candidates and hole.choose_end and "\n" not in hole.stop)):
+                or (self.scores_candidates and chosen_end(hole) is not None)):
             return prepared
         try:
             near_prefix, near_suffix, whole = near_ids(self.runner, prefix_ids, suffix_ids, hole.near_tokens)

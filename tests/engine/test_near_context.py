@@ -88,6 +88,18 @@ def test_the_whole_context_is_read_where_the_near_part_was_not_asked_for_or_woul
     assert result.context_tokens >= ids.numel()
 
 
+@pytest.mark.parametrize("length", ["chosen", "fixed"])
+def test_a_fill_whose_end_is_chosen_reads_the_whole_and_a_fixed_length_reads_near(engine, length):
+    """The end is chosen by reading the fill's cuts against the whole context (fill_end.py), so a
+    multi-line fill reads it whole at once; a fill whose length the caller fixed has no end to
+    choose, and reads near like a single line."""
+    engine.drop_caches()
+    bucket = 12 if length == "fixed" else None
+    result = engine.infill(InfillRequest(holes=[Hole(prefix=PREFIX, suffix=SUFFIX, max_tokens=12, bucket=bucket,
+                                                     near_tokens=NEAR)]))
+    assert result.near_holes == (0 if length == "chosen" and engine.scores_candidates else 1)
+
+
 def test_a_place_whose_whole_context_is_cached_reads_the_whole(engine):
     engine.drop_caches()
     engine.infill(InfillRequest(holes=[hole(near=None)]))

@@ -23,8 +23,8 @@ from dllm_engine.evaluation import execution
 from dllm_engine.evaluation.harness import ContextTrimmer
 from dllm_engine.evaluation.tasks import cut_heldout, folder_sources, load_humaneval
 from dllm_engine.protocol import DiffusionParams, Hole, InfillRequest
-from dllm_lsp.syntax.fill_choice import fewest_errors
-from dllm_lsp.syntax.languages import language_named
+from dllm_lsp.syntax.fill_choice import Original, fewest_errors
+from dllm_lsp.syntax.languages import language_named, parse
 
 
 def main() -> None:
@@ -61,7 +61,10 @@ def main() -> None:
             fills = [r.text] + list(r.alternatives or [])
             # line mode: a whole line, as the editor inserts it; a variable-length fill as it is
             lines = [f + "\n" if f.strip() else "" for f in fills] if line_mode else fills
-            j = fewest_errors([t.prefix + line + t.suffix for line in lines], py)
+            # As the server chooses: each filled file parsed from the file's tree, the hole empty.
+            original = Original(t.prefix + t.suffix, parse(t.prefix + t.suffix, py))
+            j = fewest_errors([t.prefix + line + t.suffix for line in lines], py, original,
+                              [(len(t.prefix), len(t.prefix) + len(line)) for line in lines])
             row = dict(task=t.task_id, engine=fills[0], chosen=fills[j], fills=len(fills))
             if t.executable:
                 res = execution.run_programs([t.program(lines[0]), t.program(lines[j])], 10.0, 1)

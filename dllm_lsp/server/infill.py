@@ -16,7 +16,7 @@ from dllm_engine.protocol import DiffusionParams, Hole, HoleResult, InfillReques
 
 from ..syntax.context import (CompletionContext, ContextBudget, completion_context, opening_bans, range_context,
                               resting_context, under_policy, with_snippets)
-from ..syntax.fill_choice import fewest_errors
+from ..syntax.fill_choice import Original, fewest_errors
 from ..syntax.indentation import leading
 from ..syntax.text_lines import previous_nonblank_line
 from ..syntax.shaping import shape_completion
@@ -72,7 +72,11 @@ def params(options: ServerOptions, invoked: bool = False) -> DiffusionParams:
 
 
 def syntax_tree(doc: Document) -> Any:
-    return doc.tree.tree if doc.tree is not None else None
+    """The document's tree as it is now, for a plan to keep: a copy (tree-sitter's copies are
+    shallow and cheap), since the store edits its own tree in place at each keystroke, and a
+    plan's tree read after the engine's fill (shaping, best of N's parse choice) must still
+    describe the plan's text, not what the user typed meanwhile."""
+    return doc.tree.tree.copy() if doc.tree is not None and doc.tree.tree is not None else None
 
 
 def plan_completion(doc: Document, offset: int, options: ServerOptions, open_documents: dict[str, str],
@@ -215,7 +219,8 @@ def with_alternatives(plan: Plan, main: Suggestion | None, fill: HoleResult) -> 
         return None
     # A document the server does not parse (huge, or no grammar: no tree) is not parsed here either.
     language = plan.language if plan.tree is not None else None
-    best = fewest_errors([plan.text[:s.offset] + s.text + plan.text[s.replace_end:] for s in options], language)
+    best = fewest_errors([plan.text[:s.offset] + s.text + plan.text[s.replace_end:] for s in options], language,
+                         Original(plan.text, plan.tree), [(s.offset, s.offset + len(s.text)) for s in options])
     first, others = options[best], options[:best] + options[best + 1:]
     return dataclasses.replace(first, others=tuple(others))
 

@@ -94,7 +94,7 @@ def _compiler_rejects(original: str, filled: str, language: LanguageSpec) -> boo
     return language.name == "python" and _original_compiles(original) and not python_compiles(filled)
 
 
-def _statements_around(text: str, tree: tree_sitter.Tree, lo: int, hi: int) -> str:
+def statements_around(text: str, tree: tree_sitter.Tree, lo: int, hi: int) -> str:
     """The whole lines of the top-level statements of ``text`` that overlap str offsets
     [lo, hi], and of the one after (a fill that dedents can break the next statement).
     Top-level Python statements compile on their own, so this is what an edit can break.
@@ -134,15 +134,15 @@ def _compiler_rejects_span(original: str, filled: str, language: LanguageSpec,
     if language.name != "python":
         return False
     old_end = len(original) - (len(filled) - hi)
-    before = _statements_around(original, original_tree, lo, old_end)
+    before = statements_around(original, original_tree, lo, old_end)
     if not python_compiles(before):
         return False
-    after = _statements_around(filled, filled_tree, lo, hi)
+    after = statements_around(filled, filled_tree, lo, hi)
     err = _compile_error(after)
     return err is not None and not _open_block_at_the_end(err, after)
 
 
-def _parse_spliced(
+def parse_spliced(
     original: str, filled: str, language: LanguageSpec, original_tree: tree_sitter.Tree | None, lo: int, hi: int
 ) -> tree_sitter.Tree:
     """Parse ``filled``, reusing ``original_tree`` when ``filled`` is ``original`` with one span replaced."""
@@ -194,7 +194,7 @@ def new_error_count(
         added = max(0, error_count(parse(filled, language)) - before)
         return added or int(_compiler_rejects(original, filled, language))
     lo, hi = inserted
-    after_tree = _parse_spliced(original, filled, language, original_tree, lo, hi)
+    after_tree = parse_spliced(original, filled, language, original_tree, lo, hi)
     after_spans = error_spans(after_tree)
 
     def compiler_rejects() -> int:
@@ -205,7 +205,7 @@ def new_error_count(
         return compiler_rejects()
     if len(after_spans) <= before:  # only now can the neutral baseline matter
         neutral = filled[:lo] + "x" + filled[hi:]
-        before = min(before, error_count(_parse_spliced(original, neutral, language, original_tree, lo, lo + 1)))
+        before = min(before, error_count(parse_spliced(original, neutral, language, original_tree, lo, lo + 1)))
     added = max(0, len(after_spans) - before)
     if lo < hi:
         blo, bhi = byte_offset(filled, lo), byte_offset(filled, hi)

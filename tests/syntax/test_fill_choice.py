@@ -5,8 +5,8 @@ from __future__ import annotations
 from dllm_engine.protocol import HoleResult
 
 from dllm_lsp.commands.infill import parsing_first
-from dllm_lsp.syntax.fill_choice import fewest_errors, syntax_errors
-from dllm_lsp.syntax.languages import language_named
+from dllm_lsp.syntax.fill_choice import Original, fewest_errors, syntax_errors
+from dllm_lsp.syntax.languages import language_named, parse
 
 PY = language_named("python")
 LOOP = "def total(xs):\n    s = 0\n    for x in xs:\n        {}\n    return s\n"
@@ -37,6 +37,37 @@ def test_the_first_fill_with_the_fewest_errors_wins_and_ties_keep_the_model_s_or
     assert fewest_errors([LOOP.format("s += (x")] * 3, PY) == 0  # all broken alike: the model's choice
     assert fewest_errors([LOOP.format(""), LOOP.format("s += x")], None) == 0  # no grammar: nothing to judge
     assert fewest_errors([LOOP.format("")], PY) == 0
+
+
+FILLS = ("", "# add x", "s += (x", "s += x", "s = s + x", "if x:", "  s += x", "return s\nreturn")
+
+
+def spliced(fill: str, document: str = LOOP) -> tuple[str, Original, tuple[int, int]]:
+    """The document with `fill` in its hole, the document before it (its tree parsed) and the fill's span."""
+    at = document.index("{}")
+    original = document.replace("{}", "")
+    return original[:at] + fill + original[at:], Original(original, parse(original, PY)), (at, at + len(fill))
+
+
+def test_a_fill_parsed_from_the_document_s_tree_counts_as_a_fresh_parse():
+    for fill in FILLS:
+        text, original, span = spliced(fill)
+        assert syntax_errors(text, PY, original, span) == syntax_errors(text, PY), fill
+    texts, spans = zip(*[(t, sp) for t, _, sp in map(spliced, FILLS)])
+    _, original, _ = spliced("")
+    assert fewest_errors(list(texts), PY, original, list(spans)) == fewest_errors(list(texts), PY) == 3
+
+
+def test_an_error_far_from_the_fill_does_not_count_against_every_fill():
+    # CPython rejects the other function (a `return` at the top level, outside any function), which
+    # a fresh compile of the whole file counts for each fill alike; the spliced check compiles the
+    # statements around the fill, so the fill that itself breaks its loop still loses.
+    document = LOOP + "\n\nx = 1\nreturn x\n"
+    good, original, span = spliced("s += x", document)
+    assert syntax_errors(good, PY) == 1 and syntax_errors(good, PY, original, span) == 0
+    bad, _, bad_span = spliced("# add x", document)
+    assert syntax_errors(bad, PY, original, bad_span) == 1
+    assert fewest_errors([bad, good], PY, original, [bad_span, span]) == 1
 
 
 def test_the_cli_prints_the_parsing_fill_and_keeps_the_others_in_order(tmp_path):

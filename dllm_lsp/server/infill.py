@@ -72,11 +72,9 @@ def params(options: ServerOptions, invoked: bool = False) -> DiffusionParams:
 
 
 def syntax_tree(doc: Document) -> Any:
-    """The document's tree as it is now, for a plan to keep: a copy (tree-sitter's copies are
-    shallow and cheap), since the store edits its own tree in place at each keystroke, and a
-    plan's tree read after the engine's fill (shaping, best of N's parse choice) must still
-    describe the plan's text, not what the user typed meanwhile."""
-    return doc.tree.tree.copy() if doc.tree is not None and doc.tree.tree is not None else None
+    """The document's tree as it is now; a plan may keep it across the engine's fill (the
+    store's edits never touch a tree once handed out: DocumentTree.apply_edit)."""
+    return doc.tree.tree if doc.tree is not None else None
 
 
 def plan_completion(doc: Document, offset: int, options: ServerOptions, open_documents: dict[str, str],

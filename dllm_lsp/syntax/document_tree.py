@@ -47,7 +47,10 @@ class DocumentTree:
         self.text = new_text
         if self.tree is None or self.language is None:
             return
-        self.tree.edit(
+        # Edit a copy (tree-sitter's copies are shallow): a tree handed out before this edit, a
+        # completion's plan held across the engine's fill, must still describe its own text.
+        edited = self.tree.copy()
+        edited.edit(
             start_byte=start_byte,
             old_end_byte=old_end_byte,
             new_end_byte=new_end_byte,
@@ -55,7 +58,7 @@ class DocumentTree:
             old_end_point=tuple(old_end_point),
             new_end_point=tuple(new_end_point),
         )
-        self.tree = parse(new_text, self.language, self.tree)
+        self.tree = parse(new_text, self.language, edited)
 
     def replace(self, start: int, end: int, inserted: str) -> None:
         """Replace ``text[start:end]`` (str indices) by ``inserted``."""
@@ -80,7 +83,7 @@ class DocumentTree:
         cost of an incremental reparse rather than a fresh one."""
         copy = DocumentTree.__new__(DocumentTree)
         copy.language, copy.text = self.language, self.text
-        copy.tree = self.tree.copy() if self.tree is not None else None
+        copy.tree = self.tree  # replace() edits a copy of it: this one stays as it is
         copy.replace(start, end, inserted)
         return copy
 

@@ -137,9 +137,7 @@ def _compiler_rejects_span(original: str, filled: str, language: LanguageSpec,
     before = statements_around(original, original_tree, lo, old_end)
     if not python_compiles(before):
         return False
-    after = statements_around(filled, filled_tree, lo, hi)
-    err = _compile_error(after)
-    return err is not None and not _open_block_at_the_end(err, after)
+    return python_rejects_while_typing(statements_around(filled, filled_tree, lo, hi))
 
 
 def parse_spliced(

@@ -2,6 +2,11 @@
 
 Special ids come from the checkpoint's config and tokenizer (by name), never
 as literals: see `resolve_special_ids`.
+
+Text is always text: a file that spells a control token (`<|endoftext|>` in a tokenizer's
+own source, `<file_sep>` in a prompt template) encodes as those characters, never as the
+token, so no user code ends the model's document early or fakes a layout marker. Control
+tokens enter a sequence only by id, where the layout puts them.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ class TextTokenizer:
             self._tok = Tokenizer.from_file(str(self.path))
         except Exception as exc:  # tokenizers raises a bare Exception on bad JSON
             raise CheckpointError(f"{self.path}: cannot read tokenizer: {exc}") from None
+        self._tok.encode_special_tokens = True
         self.vocab_size = self._tok.get_vocab_size()
 
     def encode(self, text: str) -> list[int]:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import numpy as np
 
+from ..tokenizer import TextTokenizer
+
 TOKENS_FILE = "tokens.bin"
 OFFSETS_FILE = "offsets.npy"
 META_FILE = "meta.json"
@@ -36,11 +38,9 @@ def _sha256(path: Path) -> str:
 
 def build_token_file(manifest: dict, split: str, tokenizer_path: Path, out_dir: Path) -> dict:
     """Tokenize the manifest's `split` ("train" or "heldout") into out_dir; deterministic."""
-    from tokenizers import Tokenizer
-
-    tok = Tokenizer.from_file(str(tokenizer_path))
-    if tok.get_vocab_size() > 65535:
-        raise ValueError(f"{tokenizer_path}: vocabulary of {tok.get_vocab_size()} does not fit uint16")
+    tok = TextTokenizer(tokenizer_path)  # what the engine encodes with: text stays text
+    if tok.vocab_size > 65535:
+        raise ValueError(f"{tokenizer_path}: vocabulary of {tok.vocab_size} does not fit uint16")
     out_dir.mkdir(parents=True, exist_ok=True)
     files, chunks, offsets = [], [], [0]
     for name in manifest[split]:
@@ -50,7 +50,7 @@ def build_token_file(manifest: dict, split: str, tokenizer_path: Path, out_dir: 
             continue  # a file removed since the manifest was written: skip, and the meta records what was used
         if is_generated(text):
             continue
-        ids = tok.encode(text, add_special_tokens=False).ids
+        ids = tok.encode(text)
         if len(ids) < MIN_FILE_TOKENS:
             continue
         chunks.append(np.asarray(ids, dtype=np.uint16))
@@ -65,8 +65,8 @@ def build_token_file(manifest: dict, split: str, tokenizer_path: Path, out_dir: 
         "split": split,
         "tokenizer": str(tokenizer_path),
         "tokenizer_sha256": _sha256(tokenizer_path),
-        "vocab_size": tok.get_vocab_size(),
-        "newline_id": tok.token_to_id("Ċ"),  # byte-level BPE spells "\n" as "Ċ"
+        "vocab_size": tok.vocab_size,
+        "newline_id": tok.token_id("Ċ"),  # byte-level BPE spells "\n" as "Ċ"
         "num_files": len(files),
         "num_tokens": int(tokens.size),
         "files": files,

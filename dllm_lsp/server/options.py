@@ -36,7 +36,13 @@ class EngineOptions:
 class ContextOptions:
     prefix_tokens: int = 768
     suffix_tokens: int = 256
-    snippet_tokens: int = 256
+    # Cross-file snippets (definitions of imported names from other open files, as comments
+    # before the prefix) are off by default: on two samples of 160 lines of this repository's
+    # own code that use such names, the default model wrote them no better with the snippets
+    # (edit similarity 0.358 -> 0.352 and 0.348 -> 0.344, identifier F1 0.250 -> 0.240 and
+    # 0.240 -> 0.236; benchmarks/bench_cross_file.py, RESULTS.md's forty-sixth session), and
+    # they cost ~250 more context tokens at each new place. A larger model may use them.
+    snippet_tokens: int = 0
     # Typed completions at a place whose context the engine has not cached read only the
     # nearest this many tokens of it while the whole is encoded behind them (Hole.near_tokens;
     # 0: always the whole). 384: a new place's first answer p50 995 -> 541 ms, exact match 14 ->

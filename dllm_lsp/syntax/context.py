@@ -39,7 +39,7 @@ class ContextBudget:
     prefix_tokens: int = 768
     suffix_tokens: int = 256
     chars_per_token: float = 3.2
-    snippet_tokens: int = 256
+    snippet_tokens: int = 0  # off unless asked: server/options.py says why
     snippet_time_s: float = 0.02  # wall-clock budget for cross-file snippets
 
     def chars(self, tokens: int) -> int:
@@ -204,13 +204,18 @@ def _tree_at(text: str, offset: int, language: LanguageSpec | None,
 
 def _windows(text: str, offset: int, language: LanguageSpec | None, budget: ContextBudget,
              tree: tree_sitter.Tree | None, open_documents: Mapping[str, str]) -> tuple[str, str, tuple[str, ...]]:
-    start = prefix_start(text, offset, budget.chars(budget.prefix_tokens), language, tree)
-    end = suffix_end(text, offset, budget.chars(budget.suffix_tokens), language, tree)
     snippets: tuple[str, ...] = ()
     if open_documents and language is not None and budget.snippet_tokens > 0:
         snippets = cross_file_snippets(
             text, language, tree, open_documents, budget.chars(budget.snippet_tokens), budget.snippet_time_s
         )
+    # The snippets go before the prefix (with_snippets), so they take their room out of the
+    # prefix's window: the engine keeps the end of what it is sent within its own budget and
+    # cuts the start, and a full window plus snippets lost the snippets there (in 74 of 152
+    # completions in this repository's code: benchmarks/bench_cross_file.py).
+    room = budget.chars(budget.prefix_tokens) - snippets_chars(snippets, language)
+    start = prefix_start(text, offset, max(0, room), language, tree)
+    end = suffix_end(text, offset, budget.chars(budget.suffix_tokens), language, tree)
     return text[start:offset], text[offset:end], snippets
 
 
@@ -262,8 +267,17 @@ def range_context(
 
 def with_snippets(ctx: CompletionContext, language: LanguageSpec | None) -> str:
     """The prefix with the cross-file snippets prepended as comments."""
-    if not ctx.snippets:
-        return ctx.prefix
+    return _as_comments(ctx.snippets, language) + ctx.prefix
+
+
+def snippets_chars(snippets: tuple[str, ...], language: LanguageSpec | None) -> int:
+    """What the snippets add in front of the prefix, in characters."""
+    return len(_as_comments(snippets, language))
+
+
+def _as_comments(snippets: tuple[str, ...], language: LanguageSpec | None) -> str:
+    if not snippets:
+        return ""
     mark = language.line_comment if language else "#"
-    lines = [f"{mark} {line}".rstrip() for snippet in ctx.snippets for line in snippet.split("\n")]
-    return "\n".join(lines) + "\n" + ctx.prefix
+    lines = [f"{mark} {line}".rstrip() for snippet in snippets for line in snippet.split("\n")]
+    return "\n".join(lines) + "\n"

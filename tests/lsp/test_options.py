@@ -9,7 +9,7 @@ def test_defaults_round_trip_through_camel_case_json():
     defaults = ServerOptions()
     data = to_json(defaults)
     assert data["debounceMs"] == 20 and data["engine"]["openaiModel"] is None
-    assert data["context"] == {"prefixTokens": 768, "suffixTokens": 256, "snippetTokens": 256, "nearTokens": 384}
+    assert data["context"] == {"prefixTokens": 768, "suffixTokens": 256, "snippetTokens": 0, "nearTokens": 384}
     parsed, problems = parse_options(data)
     assert parsed == defaults and problems == []
 

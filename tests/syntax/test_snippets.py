@@ -24,7 +24,16 @@ class Shape:
 
 
 def _ctx(text, language, docs, **budget):
+    """The context with snippets asked for (they are off by default: server/options.py)."""
+    budget = {"snippet_tokens": 256, **budget}
     return completion_context(text, len(text), language_named(language), ContextBudget(**budget), open_documents=docs)
+
+
+def test_snippets_are_off_by_default():
+    text = "from utils import helper, Shape\n\n\ndef f(x):\n    "
+    ctx = completion_context(text, len(text), language_named("python"), ContextBudget(),
+                             open_documents={"file:///w/utils.py": PY_UTILS})
+    assert ctx.snippets == () and with_snippets(ctx, language_named("python")) == ctx.prefix
 
 
 def test_python_from_import_brings_the_definition():
@@ -105,3 +114,18 @@ def test_java_import_brings_the_class():
     other = "package shop;\n\npublic class Item {\n    public int price() { return 1; }\n}\n"
     (snippet,) = _ctx(text, "java", {"file:///w/shop/Item.java": other}).snippets
     assert snippet.startswith("Item.java\npublic class Item {")
+
+
+def test_snippets_take_their_room_out_of_the_prefix_window():
+    """The engine keeps the end of what it is sent within its budget and cuts the start: a full
+    prefix window with snippets in front of it lost the snippets. They now fit inside the window."""
+    body = "".join(f"    total_{i} = helper(total_{i - 1}, {i})\n" for i in range(1, 200))
+    text = f"from utils import helper, Shape\n\n\ndef f(x):\n    total_0 = x\n{body}    "
+    budget = dict(prefix_tokens=200, snippet_tokens=60)
+    ctx = _ctx(text, "python", {"file:///w/utils.py": PY_UTILS}, **budget)
+    bare = _ctx(text, "python", {}, **budget)
+    window = ContextBudget().chars(200)
+    assert ctx.snippets and window - 60 < len(bare.prefix) <= window  # the window is full without snippets
+    prompt = with_snippets(ctx, language_named("python"))
+    assert len(prompt) <= window
+    assert len(ctx.prefix) < len(bare.prefix) and bare.prefix.endswith(ctx.prefix)

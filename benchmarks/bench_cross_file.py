@@ -14,7 +14,9 @@ Arms (`--arms`): `none` (the server's default: no snippets, a prefix window of 7
 room out of its window) and `short` (the window shortened by 256 tokens, no snippets: what the
 shorter prefix alone does). `--model` names the model (a larger one may use snippets where the
 default does not).
-Fills do not depend on load: two processes may run side by side.
+The holes are drawn from the repository's code as it is (seeded), so the sample changes with
+the code: compare arms within one run. Fills do not depend on load: two processes may run
+side by side.
 """
 
 from __future__ import annotations

@@ -102,6 +102,7 @@ def budgets(arms: list[str]):
 
 def run(a) -> None:
     from dllm_engine.engine import Engine, EngineConfig
+    from dllm_engine.runner import trim_to_trained
     from dllm_lsp.server.infill import engine_hole, request_for
     from dllm_lsp.server.options import ServerOptions
     from dllm_lsp.syntax.context import completion_context
@@ -112,7 +113,7 @@ def run(a) -> None:
     options = ServerOptions()
     engine = Engine(EngineConfig(model=a.model, threads=a.threads))
     tok = engine.tokenizer
-    room = int(engine.loaded.config.extra.get("context_tokens") or 1024) - 2  # runner.trim_to_trained's
+    room = int(engine.loaded.config.extra.get("context_tokens") or 1024) - 2  # as the runner trims (runner.py)
     rows = []
     try:
         for k, h in enumerate(cut_holes(a.holes, a.seed)[a.offset::a.every]):
@@ -123,7 +124,8 @@ def run(a) -> None:
                     break
                 hole = engine_hole(ctx, py, ctx.max_tokens, ctx.bucket)
                 snippet_chars = len(hole.prefix) - len(ctx.prefix)
-                kept = len(tok.encode(hole.prefix)) + min(len(tok.encode(hole.suffix)), room // 4) <= room
+                prefix_ids = tok.encode(hole.prefix)
+                kept = trim_to_trained(prefix_ids, tok.encode(hole.suffix), room)[0] == prefix_ids
                 res = engine.infill(request_for([hole], options)).holes[0]
                 fill = res.text.split("\n")[0].strip()
                 row[arm] = {"fill": fill, "exact": fill == h["line"], "snippets": len(ctx.snippets),

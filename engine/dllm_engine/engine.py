@@ -503,7 +503,8 @@ class Engine:
         prefix_ids = self.tokenizer.encode(prefix)
         healed, first_allowed = "", None
         if self.healer is not None:  # after typed blanks only a line break is healed (a new line's indentation)
-            prefix_ids, healed, first_allowed = self.healer.back_up(prefix_ids, self.tokenizer.decode, words=not typed)
+            prefix_ids, healed, first_allowed = self.healer.back_up(prefix_ids, self.tokenizer.decode,
+                                                                    words=not typed, indent=typed)
         return prefix_ids, self.tokenizer.encode(hole.suffix), typed, healed, first_allowed
 
     def _near(self, prepared: tuple) -> tuple:
@@ -585,6 +586,7 @@ class Engine:
             state=state, index=index, context=ctx, canvas=canvas, max_tokens=hole.max_tokens,
             generator=gen, temperature=temperature, remask_budget=hole.max_tokens if params.remask_below > 0 else 0,
             stop_ids=self._stop_ids(hole.stop) if hole.stop else None, typed=typed,
+            indenting=bool(typed) and typed_indent(hole.prefix) == typed,
             healed=healed, first_allowed=first_allowed,
             first_stop_ids=self._first_stop_ids(hole.stop, healed, first_allowed) if hole.stop and healed else None,
             start_ban=self._start_ban(hole, healed),
@@ -1132,7 +1134,7 @@ class Engine:
         """The fill as it goes after the user's text: healed text taken back off."""
         if a.healed and text.startswith(a.healed):
             text = text[len(a.healed):]
-        return unheal(text, a.typed)
+        return unheal(text, a.typed, a.indenting)
 
     def _emit(self, a: ActiveHole) -> None:
         ids = a.canvas.tolist()

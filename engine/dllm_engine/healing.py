@@ -19,6 +19,15 @@ training hole does.
 A line break is healed the same way where the vocabulary merges it with what follows
 (SmolLM2's `"\n   "` is one token: a prefix ending in `"\n"` ends where the base never
 saw a token end); with a tokenizer that keeps newlines apart it is left alone.
+
+Blanks typed at a line's start are the line's indentation so far, and the model is
+told it: the healed line break's first token must hold all of it but one blank (the
+base puts a line's last blank of indentation in front of the word, `"\n       " +
+" return"` for eight), so a user who dedented gets a statement of that level, not the
+block's next one. That indentation may be a part of the line's (a selection or a
+span that starts inside it): where the fill's own indentation goes deeper on from the
+typed blanks, the rest is kept, so the fill continues the text it was cut from (the
+language server aligns a suggestion's first line to the cursor's anyway).
 """
 
 from __future__ import annotations
@@ -38,11 +47,19 @@ def heal(prefix: str) -> tuple[str, str]:
     return stripped, prefix[len(stripped):]
 
 
-def unheal(text: str, typed: str) -> str:
+def unheal(text: str, typed: str, indenting: bool = False) -> str:
     """The fill as it goes after the user's text: when the user typed blanks, the fill's
-    own leading blanks go (the typed ones, or deeper indentation, or a tab: the user's
-    indentation wins); a fill that starts with a line break or with text is kept whole."""
-    return text.lstrip(BLANKS) if typed else text
+    own leading blanks go (the typed ones, shallower ones, or a tab: the user's indentation
+    wins), but for `indenting` (the typed blanks are the line's whole start) blanks that go
+    on deeper from the typed ones keep what goes on; a fill that starts with a line break
+    or with text is kept whole."""
+    if not typed:
+        return text
+    body = text.lstrip(BLANKS)
+    lead = text[:len(text) - len(body)]
+    if indenting and len(lead) > len(typed) and lead.startswith(typed):
+        return text[len(typed):]
+    return body
 
 
 def ends_in_word(text: str) -> bool:
@@ -69,9 +86,11 @@ class TokenHealer:
         self.vocab_size = vocab_size
         self._cache: OrderedDict[str, torch.Tensor | None] = OrderedDict()
 
-    def back_up(self, prefix_ids: list[int], decode, words: bool = True) -> tuple[list[int], str, torch.Tensor | None]:
+    def back_up(self, prefix_ids: list[int], decode, words: bool = True,
+                indent: str = "") -> tuple[list[int], str, torch.Tensor | None]:
         """(prefix ids without the healed token, its text, bool [V] allowed first tokens) or unchanged.
-        `words=False` (the user typed blanks after the text): only a line break is healed."""
+        `words=False` (the user typed blanks after the text): only a line break is healed;
+        `indent`: those blanks, which a healed line break's first token must hold but one of."""
         if len(prefix_ids) < 2:
             return prefix_ids, "", None
         word = decode(prefix_ids[-1:])
@@ -80,7 +99,18 @@ class TokenHealer:
         allowed = self.allowed(word)
         if allowed is None or (is_line_break(word) and not self.merges_indentation(word)):
             return prefix_ids, "", None  # no token joins this line break to indentation: it is a boundary
+        if is_line_break(word) and len(indent) > 1:
+            allowed = self._indented(word, indent[:-1], allowed)
         return prefix_ids[:-1], word, allowed
+
+    def _indented(self, line_break: str, blanks: str, allowed: torch.Tensor) -> torch.Tensor:
+        """The tokens that start with the line break and `blanks`; where the vocabulary merges
+        fewer blanks into a line break, those that start with its longest such run."""
+        for n in range(len(blanks), 0, -1):
+            deeper = self.allowed(line_break + blanks[:n])
+            if deeper is not None:
+                return deeper
+        return allowed
 
     def merges_indentation(self, line_break: str) -> bool:
         """Whether some token is this line break followed by blanks (SmolLM2's "\n   ")."""

@@ -75,6 +75,7 @@ class ActiveHole:
     remask_budget: int = 0
     stop_ids: torch.Tensor | None = None  # bool [V]: tokens holding a stop string
     typed: str = ""  # trailing whitespace of the prefix moved into the hole (healing.py)
+    indenting: bool = False  # `typed` is its line's whole start: deeper indentation is kept (healing.unheal)
     healed: str = ""  # the prefix's last word token, moved into the hole: the fill starts with it
     first_allowed: torch.Tensor | None = None  # bool [V]: tokens slot 0 may take while `healed` is set
     # bool [V]: the stop tokens at slot 0 of a healed hole (a stop in the healed text itself,

@@ -32,6 +32,19 @@ def test_unheal_takes_the_typed_blanks_back_off(text, typed, shown):
     assert unheal(text, typed) == shown
 
 
+@pytest.mark.parametrize("text, typed, shown", [
+    ("        return x", "  ", "      return x"),  # a span cut inside the indentation: it goes on
+    ("    return x", "    ", "return x"),  # the typed indentation is the line's: nothing more
+    ("  return x", "    ", "return x"),  # shallower: the user's indentation wins
+    ("\t\treturn x", "\t", "\treturn x"),
+    ("\treturn x", "  ", "return x"),  # another kind of blank: not a continuation
+    ("\n    y = 2", "    ", "\n    y = 2"),
+])
+def test_unheal_keeps_indentation_that_goes_deeper_from_a_line_start(text, typed, shown):
+    """`indenting`: the typed blanks are the whole of their line so far."""
+    assert unheal(text, typed, indenting=True) == shown
+
+
 @pytest.fixture(scope="module")
 def engine(default_engine):
     return default_engine

@@ -80,6 +80,25 @@ def test_heldout_cut_is_deterministic_and_scored_by_exact_match_and_syntax(tmp_p
     assert outcomes[0].exact and outcomes[0].syntax_ok and outcomes[0].passed is None
 
 
+def test_one_heldout_kind_alone_is_that_kinds_share_of_the_same_holes(tmp_path):
+    """`--benchmarks heldout-span`: the spans of a whole held-out run, no other holes, so two
+    runs of one kind pair with each other and with a whole run's."""
+    from argparse import Namespace
+
+    from dllm_engine.evaluation.run import collect_tasks
+
+    folder = tmp_path / "src"
+    folder.mkdir()
+    (folder / "mod.py").write_text("".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(20)))
+    args = Namespace(benchmarks="heldout", heldout_dir=str(folder), heldout_count=12, seed=0,
+                     manifest=None, heldout_data=None)
+    whole = collect_tasks(args)
+    spans = collect_tasks(Namespace(**{**vars(args), "benchmarks": "heldout-span"}))
+    assert spans == [t for t in whole if t.benchmark == "heldout-span"] and len(spans) == 4
+    both = collect_tasks(Namespace(**{**vars(args), "benchmarks": "heldout-line,heldout-span"}))
+    assert {t.benchmark for t in both} == {"heldout-line", "heldout-span"} and len(both) == 8
+
+
 def test_trimmer_keeps_the_text_next_to_the_hole(tokenizer):
     trim = ContextTrimmer(tokenizer, 20)
     prefix = "".join(f"a{i} = {i}\n" for i in range(50))

@@ -16,7 +16,8 @@ def add_arguments(p) -> None:
     p.add_argument("--openai-model", help="model name for an OpenAI-compatible endpoint")
     p.add_argument("--token", help="daemon auth token")
     p.add_argument("--benchmarks", default="single-line,heldout",
-                   help="comma list: single-line, multi-line, random-span, random-span-light, heldout")
+                   help="comma list: single-line, multi-line, random-span, random-span-light, heldout "
+                        "(or one of its kinds alone: heldout-line, heldout-lines, heldout-span)")
     p.add_argument("--limit", type=int, default=None, help="at most this many tasks per HumanEval benchmark")
     p.add_argument("--stride", type=int, default=None, help="take every Nth task (spreads a sample over the set)")
     p.add_argument("--heldout-count", type=int, default=60)

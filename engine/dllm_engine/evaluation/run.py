@@ -18,7 +18,7 @@ from ..protocol import MAX_CANDIDATES
 from .args import ARM_KEYS
 from .harness import Arm, ContextTrimmer, default_arms, evaluate, outcome_dicts
 from .report import markdown, summarize
-from .tasks import cut_heldout, folder_sources, heldout_sources, load_humaneval
+from .tasks import HELDOUT_KINDS, cut_heldout, folder_sources, heldout_sources, load_humaneval
 
 MAX_TOKENS = {"single-line": 64, "multi-line": 128, "random-span": 128, "random-span-light": 128,
               "heldout-line": 64, "heldout-lines": 128, "heldout-span": 64}
@@ -72,13 +72,16 @@ def collect_tasks(args) -> list:
     tasks = []
     for bench in args.benchmarks.split(","):
         bench = bench.strip()
-        if bench == "heldout" and args.heldout_dir:
-            sources = folder_sources(Path(args.heldout_dir))
-            tasks += cut_heldout(sources, args.heldout_count, seed=args.seed)
-        elif bench == "heldout":
-            sources = heldout_sources(Path(args.manifest) if args.manifest else None,
-                                      Path(args.heldout_data) if args.heldout_data else None)
-            tasks += cut_heldout(sources, args.heldout_count, seed=args.seed)
+        if bench == "heldout" or bench in HELDOUT_KINDS:
+            # One kind alone ("heldout-span") is that kind's third of the same holes: its figures
+            # pair with a whole held-out run's.
+            if args.heldout_dir:
+                sources = folder_sources(Path(args.heldout_dir))
+            else:
+                sources = heldout_sources(Path(args.manifest) if args.manifest else None,
+                                          Path(args.heldout_data) if args.heldout_data else None)
+            cut = cut_heldout(sources, args.heldout_count, seed=args.seed)
+            tasks += [t for t in cut if bench == "heldout" or t.benchmark == bench]
         elif bench:
             tasks += load_humaneval(bench, Path(args.data_dir), args.limit, args.stride)
     return tasks

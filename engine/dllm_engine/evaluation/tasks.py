@@ -72,6 +72,9 @@ def _nonblank(line: str) -> bool:
     return bool(line.strip())
 
 
+HELDOUT_KINDS = ("heldout-line", "heldout-lines", "heldout-span")
+
+
 def cut_heldout(sources: list[tuple[str, str]], count: int, seed: int = 0) -> list[Task]:
     """`count` holes over (name, text) sources, a third each: one whole line, 2-4 whole lines, a character span."""
     rng = random.Random(seed)
@@ -79,7 +82,7 @@ def cut_heldout(sources: list[tuple[str, str]], count: int, seed: int = 0) -> li
     if not texts:
         raise ValueError("no usable held-out files (need at least 20 lines)")
     tasks: list[Task] = []
-    kinds = ("heldout-line", "heldout-lines", "heldout-span")
+    kinds = HELDOUT_KINDS
     while len(tasks) < count:
         name, text = texts[rng.randrange(len(texts))]
         kind = kinds[len(tasks) % 3]

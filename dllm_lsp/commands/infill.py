@@ -57,6 +57,15 @@ def offset_of(text: str, spec: str) -> int:
     return start + col - 1
 
 
+def fills_at_selection_depth(hole, text: str, start: int):
+    """The hole's fills as the editor's regenerate writes them: at the selection's depth where it
+    starts where its line's code does (syntax/indentation.at_selection_depth)."""
+    from dllm_lsp.syntax.indentation import at_selection_depth as at_depth
+
+    fills = [at_depth(fill, text, start) for fill in (hole.text, *hole.alternatives)]
+    return dataclasses.replace(hole, text=fills[0], alternatives=fills[1:])
+
+
 def parsing_first(hole, before: str, after: str, path: Path):
     """Best of N's fill to print: the first (best read first) with which the file has the
     fewest syntax errors, as the editor offers it (syntax/fill_choice.py); the others after it."""
@@ -100,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     result = asyncio.run(go())
-    result.holes[0] = parsing_first(result.holes[0], text[:start], text[end:], args.file)
+    result.holes[0] = parsing_first(fills_at_selection_depth(result.holes[0], text, start), text[:start], text[end:], args.file)
     hole = result.holes[0]
     if args.json:
         print(json.dumps(result.to_dict(), indent=2))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from lsprotocol import types
 
+from ..syntax.indentation import at_selection_depth
 from ..syntax.parse_check import new_error_count
 from .infill import engine_hole, plan_range, request_for
 
@@ -60,7 +61,7 @@ async def regenerate_selection(ls: "DllmServer", uri: str, rng: types.Range) -> 
     # no parse errors (the reading favours short fills, and one that breaks the file is never
     # the edit wanted while another parses: fill_choice.py).
     for text in (result.holes[0].text, *result.holes[0].alternatives):
-        new = text.replace("\r\n", "\n")
+        new = at_selection_depth(text, doc.text, start).replace("\r\n", "\n")
         if "\r\n" in doc.text:
             new = new.replace("\n", "\r\n")  # the engine works in LF; the document keeps its line ends
         if _keeps_parsing(doc, [(start, end, new)]):

@@ -139,3 +139,17 @@ def tidy_inline_start(completion: str, line_prefix: str) -> str:
         return completion
     lead = "" if line_prefix[-1:] in (" ", "\t") else " "
     return lead + stripped + sep + rest
+
+
+def at_selection_depth(fill: str, text: str, start: int) -> str:
+    """`fill` as the new text of a selection of `text` that starts at `start`: where the
+    selection starts where its line's code does (blanks before it on the line, code at it), the
+    fill's own leading blanks go, since the user chose where that line's code starts. The engine
+    keeps a fill's deeper indentation after blanks typed at a line's start (a span cut inside a
+    line's indentation goes on to the line's depth: healing.unheal); a selection that starts
+    inside the indentation, or at a line's first column, keeps the fill as it is."""
+    line_start = text.rfind("\n", 0, start) + 1
+    before = text[line_start:start]
+    if not before or before.strip() or text[start:start + 1] in (" ", "\t"):
+        return fill
+    return fill.lstrip(" \t")

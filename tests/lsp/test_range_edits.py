@@ -29,6 +29,21 @@ async def test_regenerate_selection_applies_a_workspace_edit(client, fake):
     assert sent.prompt.endswith("    y = ") and sent.suffix.startswith("\n    return y")
 
 
+async def test_regenerate_writes_the_line_at_the_selections_depth(client, fake):
+    """A selection that starts where a line's code starts: the engine may hand back a fill that
+    goes deeper than the blanks before it (it keeps that for a span cut inside the indentation),
+    but here the user chose the line's depth, and the edit keeps it (the deeper line would not
+    parse, and the regenerate would have been dropped)."""
+    fake.fim.rules = [("    ", "    y = x - 1")]
+    await start(client, fake.url)
+    open_doc(client, URI, TEXT)
+    result = await command(client, "dllm.regenerateSelection", URI, {
+        "start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 13}})
+    assert result["applied"] is True
+    [text_edit] = edits_of(client.applied_edits[0])
+    assert text_edit.new_text == "y = x - 1"
+
+
 async def test_regenerate_drops_a_fill_that_breaks_the_parse(client, fake):
     fake.fim.rules = [("y = ", "x * (")]
     await start(client, fake.url)

@@ -15,12 +15,17 @@ def edits_of(edit: types.WorkspaceEdit) -> list[types.TextEdit]:
     return [e for change in edit.document_changes for e in change.edits]
 
 
-async def test_regenerate_selection_applies_a_workspace_edit(client, fake):
-    fake.fim.rules = [("y = ", "x * 2")]
+async def regenerate(client, fake, rule: tuple[str, str], first: int, last: int = 13) -> dict:
+    """Regenerate line 1's characters first..last of TEXT, the fake engine filling by `rule`."""
+    fake.fim.rules = [rule]
     await start(client, fake.url)
     open_doc(client, URI, TEXT)
-    result = await command(client, "dllm.regenerateSelection", URI, {
-        "start": {"line": 1, "character": 8}, "end": {"line": 1, "character": 13}})
+    return await command(client, "dllm.regenerateSelection", URI, {
+        "start": {"line": 1, "character": first}, "end": {"line": 1, "character": last}})
+
+
+async def test_regenerate_selection_applies_a_workspace_edit(client, fake):
+    result = await regenerate(client, fake, ("y = ", "x * 2"), 8)
     assert result["applied"] is True
     [edit] = client.applied_edits
     [text_edit] = edits_of(edit)
@@ -34,22 +39,14 @@ async def test_regenerate_writes_the_line_at_the_selections_depth(client, fake):
     goes deeper than the blanks before it (it keeps that for a span cut inside the indentation),
     but here the user chose the line's depth, and the edit keeps it (the deeper line would not
     parse, and the regenerate would have been dropped)."""
-    fake.fim.rules = [("    ", "    y = x - 1")]
-    await start(client, fake.url)
-    open_doc(client, URI, TEXT)
-    result = await command(client, "dllm.regenerateSelection", URI, {
-        "start": {"line": 1, "character": 4}, "end": {"line": 1, "character": 13}})
+    result = await regenerate(client, fake, ("    ", "    y = x - 1"), 4)
     assert result["applied"] is True
     [text_edit] = edits_of(client.applied_edits[0])
     assert text_edit.new_text == "y = x - 1"
 
 
 async def test_regenerate_drops_a_fill_that_breaks_the_parse(client, fake):
-    fake.fim.rules = [("y = ", "x * (")]
-    await start(client, fake.url)
-    open_doc(client, URI, TEXT)
-    result = await command(client, "dllm.regenerateSelection", URI, {
-        "start": {"line": 1, "character": 8}, "end": {"line": 1, "character": 13}})
+    result = await regenerate(client, fake, ("y = ", "x * ("), 8)
     assert result == {"applied": False}
     assert client.applied_edits == []
 

@@ -15,8 +15,9 @@ room out of its window) and `short` (the window shortened by 256 tokens, no snip
 shorter prefix alone does). `--model` names the model (a larger one may use snippets where the
 default does not).
 The holes are drawn from the repository's code as it is (seeded), so the sample changes with
-the code: compare arms within one run. Fills do not depend on load: two processes may run
-side by side.
+the code: compare arms within one run, or pass `--rev COMMIT` to draw them from that commit's
+code (`git archive`), the same sample on any later checkout. Fills do not depend on load: two
+processes may run side by side.
 """
 
 from __future__ import annotations
@@ -27,17 +28,30 @@ import difflib
 import json
 import random
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 from collections import Counter
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = {"dllm_lsp": ROOT / "dllm_lsp", "dllm_engine": ROOT / "engine" / "dllm_engine"}
+PACKAGE_DIRS = {"dllm_lsp": "dllm_lsp", "dllm_engine": "engine/dllm_engine"}
+PACKAGES = {name: ROOT / folder for name, folder in PACKAGE_DIRS.items()}
+
+
+def sources_at(rev: str) -> Path:
+    """A folder holding the packages' code as it stood at commit `rev` (the sample's source)."""
+    out = Path(tempfile.mkdtemp(prefix="cross_file_"))
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *PACKAGE_DIRS.values()],
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    return out
 IMPORT = re.compile(r"^from (\.+|dllm_lsp\b|dllm_engine\b)([\w.]*) import (\([^)]*\)|[^\n#]*)", re.M)
 NAME = re.compile(r"[A-Za-z_]\w*")
 
 
-def local_imports(path: Path, text: str) -> tuple[dict[str, str], set[str]]:
+def local_imports(path: Path, text: str, packages: dict[str, Path] = PACKAGES) -> tuple[dict[str, str], set[str]]:
     """({module file: its text} of this repository's modules the file imports from, the names imported)."""
     files, names = {}, set()
     for m in IMPORT.finditer(text):
@@ -48,7 +62,7 @@ def local_imports(path: Path, text: str) -> tuple[dict[str, str], set[str]]:
                 base = base.parent
             module = rest
         else:
-            base, module = PACKAGES[head], rest.lstrip(".")
+            base, module = packages[head], rest.lstrip(".")
         target = base / (module.replace(".", "/") + ".py") if module else base / "__init__.py"
         if target.exists() and target != path:
             files[str(target)] = target.read_text(encoding="utf-8")
@@ -68,14 +82,18 @@ def one_line_statements(text: str) -> set[int]:
     return lines
 
 
-def cut_holes(count: int, seed: int) -> list[dict]:
+def cut_holes(count: int, seed: int, root: Path = ROOT) -> list[dict]:
     """One-line statements that use an imported local name, cut after their indentation (the
-    cursor where a typist starts the line; the rest of the file stays as the suffix)."""
+    cursor where a typist starts the line; the rest of the file stays as the suffix), from the
+    packages under `root` (this checkout, or sources_at's folder)."""
     holes = []
-    for package in PACKAGES.values():
+    packages = {name: root / folder for name, folder in PACKAGE_DIRS.items()}
+    for package in packages.values():
         for path in sorted(package.rglob("*.py")):
             text = path.read_text(encoding="utf-8")
-            opens, names = local_imports(path, text)
+            opens, names = local_imports(path, text, packages)
+            # Named as in the repository, wherever it lies: the snippets' headers name the file.
+            opens = {str(Path(name).relative_to(root)): body for name, body in opens.items()}
             if not names:
                 continue
             statements = one_line_statements(text)
@@ -84,7 +102,7 @@ def cut_holes(count: int, seed: int) -> list[dict]:
                 code = line.strip()
                 if i in statements and 8 <= len(code) <= 100 and set(NAME.findall(code)) & names:
                     at = offset + len(line) - len(line.lstrip())
-                    holes.append({"file": str(path.relative_to(ROOT)), "at": at, "line": code,
+                    holes.append({"file": str(path.relative_to(root)), "at": at, "line": code,
                                   "text": text[:at] + text[at + len(code):], "opens": opens})
                 offset += len(line)
     random.Random(seed).shuffle(holes)
@@ -116,7 +134,11 @@ def run(a) -> None:
     room = int(engine.loaded.config.extra.get("context_tokens") or 1024) - 2  # as the runner trims (runner.py)
     rows = []
     try:
-        for k, h in enumerate(cut_holes(a.holes, a.seed)[a.offset::a.every]):
+        root = sources_at(a.rev) if a.rev else ROOT
+        holes = cut_holes(a.holes, a.seed, root)
+        if a.rev:
+            shutil.rmtree(root)  # the holes hold their texts
+        for k, h in enumerate(holes[a.offset::a.every]):
             row = {"file": h["file"], "line": h["line"]}
             for arm, budget in arms.items():
                 ctx = completion_context(h["text"], h["at"], py, budget, None, h["opens"])
@@ -175,6 +197,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--arms", default="none,snippets,short")
     ap.add_argument("--model", default="default")
+    ap.add_argument("--rev", help="draw the holes from this commit's code (the same sample on any checkout)")
     ap.add_argument("--offset", type=int, default=0)
     ap.add_argument("--every", type=int, default=1)
     ap.add_argument("--threads", type=int, default=1)

@@ -5,10 +5,23 @@ from __future__ import annotations
 import datetime
 import platform
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import torch
+
+
+def sources_at(root: Path, rev: str, folders: list[str]) -> Path:
+    """A new folder holding `folders` of the repository at `root` as they stood at commit `rev`
+    (git archive): a benchmark that draws its holes from this repository's own code draws the
+    same sample on any later checkout. The caller removes it."""
+    out = Path(tempfile.mkdtemp(prefix="bench_sources_"))
+    archive = subprocess.run(["git", "-C", str(root), "archive", rev, *folders], capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+    return out
 
 
 def timer(device: str):

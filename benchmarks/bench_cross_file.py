@@ -29,24 +29,17 @@ import json
 import random
 import re
 import shutil
-import subprocess
 import sys
-import tempfile
 from collections import Counter
 from pathlib import Path
+
+from _bench_common import sources_at
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE_DIRS = {"dllm_lsp": "dllm_lsp", "dllm_engine": "engine/dllm_engine"}
 PACKAGES = {name: ROOT / folder for name, folder in PACKAGE_DIRS.items()}
 
 
-def sources_at(rev: str) -> Path:
-    """A folder holding the packages' code as it stood at commit `rev` (the sample's source)."""
-    out = Path(tempfile.mkdtemp(prefix="cross_file_"))
-    archive = subprocess.run(["git", "-C", str(ROOT), "archive", rev, *PACKAGE_DIRS.values()],
-                             capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
-    return out
 IMPORT = re.compile(r"^from (\.+|dllm_lsp\b|dllm_engine\b)([\w.]*) import (\([^)]*\)|[^\n#]*)", re.M)
 NAME = re.compile(r"[A-Za-z_]\w*")
 
@@ -85,7 +78,7 @@ def one_line_statements(text: str) -> set[int]:
 def cut_holes(count: int, seed: int, root: Path = ROOT) -> list[dict]:
     """One-line statements that use an imported local name, cut after their indentation (the
     cursor where a typist starts the line; the rest of the file stays as the suffix), from the
-    packages under `root` (this checkout, or sources_at's folder)."""
+    packages under `root` (this checkout, or _bench_common.sources_at's folder)."""
     holes = []
     packages = {name: root / folder for name, folder in PACKAGE_DIRS.items()}
     for package in packages.values():
@@ -134,7 +127,7 @@ def run(a) -> None:
     room = int(engine.loaded.config.extra.get("context_tokens") or 1024) - 2  # as the runner trims (runner.py)
     rows = []
     try:
-        root = sources_at(a.rev) if a.rev else ROOT
+        root = sources_at(ROOT, a.rev, list(PACKAGE_DIRS.values())) if a.rev else ROOT
         holes = cut_holes(a.holes, a.seed, root)
         if a.rev:
             shutil.rmtree(root)  # the holes hold their texts

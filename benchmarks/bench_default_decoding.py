@@ -9,7 +9,7 @@ change in the machine's load touches every arm alike). Reports per arm: median a
 request latency, time per pass (the request's time over its passes), passes per fill, the fill's own tokens per pass,
 and how many fills agree with the first arm's text.
 
-    python benchmarks/bench_default_decoding.py [--holes 40] [--threads 2] [--arms native:0,native:8,int4:0,int4:8]
+    python benchmarks/bench_default_decoding.py [--holes 40] [--threads 2] [--arms native:0,native:8,int4:0,int4:8] [--rev COMMIT]
         [--engine-from ../other-checkout]
 
 An arm `weights:drafts:rows=N` also runs N draft rows a pass (draft_adapter.py; the shipped
@@ -36,6 +36,7 @@ import argparse
 import contextlib
 import json
 import random
+import shutil
 import statistics
 import sys
 import time
@@ -44,15 +45,25 @@ from unittest import mock
 
 import torch
 
-from _bench_common import cpu_name, pct
+from _bench_common import cpu_name, pct, sources_at
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cut_holes(count: int, seed: int) -> list[tuple[str, str, str]]:
-    """(prefix, suffix, line): a whole line of dllm_lsp/'s source removed, the cursor after its indentation."""
+def cut_holes(count: int, seed: int, rev: str | None = None) -> list[tuple[str, str, str]]:
+    """(prefix, suffix, line): a whole line of dllm_lsp/'s source removed, the cursor after its
+    indentation; from commit `rev`'s source when given (the same sample on any later checkout)."""
+    root = sources_at(ROOT, rev, ["dllm_lsp"]) if rev else ROOT
+    try:
+        return _cut_lines(root, count, seed)
+    finally:
+        if rev:
+            shutil.rmtree(root)
+
+
+def _cut_lines(root: Path, count: int, seed: int) -> list[tuple[str, str, str]]:
     holes = []
-    for path in sorted((ROOT / "dllm_lsp").rglob("*.py")):
+    for path in sorted((root / "dllm_lsp").rglob("*.py")):
         lines = path.read_text().splitlines(keepends=True)
         for i, line in enumerate(lines):
             body = line.strip()
@@ -70,6 +81,7 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--arms", default="native:0,native:8,int4:0,int4:8", help="weights:draft_tokens, comma-separated")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rev", help="with --source repo: draw the lines from this commit's code")
     p.add_argument("--source", choices=("repo", "humaneval"), default="repo",
                    help="the holes: single lines of dllm_lsp/, or HumanEval single-line tasks")
     p.add_argument("--stride", type=int, default=5, help="with --source humaneval: every Nth task (then --holes at most)")
@@ -127,7 +139,7 @@ def main() -> int:
         holes = [(t.prefix, t.suffix, t.middle.strip())
                  for t in load_humaneval("single-line", limit=args.holes, stride=args.stride, **data)]
     else:
-        holes = cut_holes(args.holes, args.seed)
+        holes = cut_holes(args.holes, args.seed, args.rev)
     stats = {arm: {"fresh": [], "latency": [], "passes": 0, "tokens": 0, "texts": [], "exact": 0} for arm in arms}
     for warm in holes[:2]:  # first calls build kernels' packed buffers and the context cache
         for arm, e in engines.items():

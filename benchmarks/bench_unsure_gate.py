@@ -9,7 +9,7 @@ kind: fills shown (not empty, not ended unsure), of which right (the exact rest 
 or a right start (a non-empty prefix of it: accepting it is still right), and wrong; precision;
 passes per fill; latency p50 / p95 over every answer.
 
-    python benchmarks/bench_unsure_gate.py [--holes 150] [--seed 31] [--floors 0.1,0.15,0.2] [--threads 2]
+    python benchmarks/bench_unsure_gate.py [--holes 150] [--seed 31] [--floors 0.1,0.15,0.2] [--threads 2] [--rev COMMIT]
 """
 
 from __future__ import annotations
@@ -29,11 +29,11 @@ from _bench_common import cpu_name, pct  # noqa: E402
 from bench_default_decoding import cut_holes  # noqa: E402
 
 
-def holes_of(kind: str, count: int, seed: int) -> list[tuple[str, str, str]]:
+def holes_of(kind: str, count: int, seed: int, rev: str | None = None) -> list[tuple[str, str, str]]:
     """(prefix, suffix, the rest of the line) for `kind` "start" or "mid"."""
     out = []
     rng = random.Random(seed + 1)
-    for prefix, suffix, line in cut_holes(count, seed):
+    for prefix, suffix, line in cut_holes(count, seed, rev):
         if kind == "mid":
             k = rng.randint(1, len(line) - 3)
             prefix, line = prefix + line[:k], line[k:]
@@ -56,6 +56,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=31)
     ap.add_argument("--floors", default="0.1,0.15,0.2", help="the gated arms' min_token_prob")
     ap.add_argument("--kinds", default="start,mid")
+    ap.add_argument("--rev", help="draw the lines from this commit's code (the same sample on any checkout)")
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
@@ -68,7 +69,7 @@ def main() -> int:
     try:
         for kind in args.kinds.split(","):
             stats = {arm: {"ms": [], "passes": 0, "hidden": 0, "right": 0, "right start": 0, "wrong": 0} for arm in arms}
-            holes = holes_of(kind, args.holes, args.seed)
+            holes = holes_of(kind, args.holes, args.seed, args.rev)
             for prefix, suffix, line in holes:
                 engine.infill(InfillRequest(holes=[Hole(prefix=prefix, suffix=suffix, max_tokens=1)]))  # cache the context
                 for arm in arms:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import platform
+import shutil
 import statistics
 import subprocess
 import sys
@@ -14,14 +16,22 @@ from pathlib import Path
 import torch
 
 
-def sources_at(root: Path, rev: str, folders: list[str]) -> Path:
-    """A new folder holding `folders` of the repository at `root` as they stood at commit `rev`
-    (git archive): a benchmark that draws its holes from this repository's own code draws the
-    same sample on any later checkout. The caller removes it."""
+@contextlib.contextmanager
+def sources_at(root: Path, rev: str | None, folders: list[str]):
+    """The repository at `root` (rev None), or a temporary folder holding its `folders` as they
+    stood at commit `rev` (git archive), removed afterwards: a benchmark that draws its holes from
+    this repository's own code then draws the same sample on any later checkout."""
+    if not rev:
+        yield root
+        return
     out = Path(tempfile.mkdtemp(prefix="bench_sources_"))
-    archive = subprocess.run(["git", "-C", str(root), "archive", rev, *folders], capture_output=True, check=True).stdout
-    subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
-    return out
+    try:
+        archive = subprocess.run(["git", "-C", str(root), "archive", rev, *folders],
+                                 capture_output=True, check=True).stdout
+        subprocess.run(["tar", "-x", "-C", str(out)], input=archive, check=True)
+        yield out
+    finally:
+        shutil.rmtree(out)
 
 
 def timer(device: str):

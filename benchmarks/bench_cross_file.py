@@ -28,7 +28,6 @@ import difflib
 import json
 import random
 import re
-import shutil
 import sys
 from collections import Counter
 from pathlib import Path
@@ -127,10 +126,8 @@ def run(a) -> None:
     room = int(engine.loaded.config.extra.get("context_tokens") or 1024) - 2  # as the runner trims (runner.py)
     rows = []
     try:
-        root = sources_at(ROOT, a.rev, list(PACKAGE_DIRS.values())) if a.rev else ROOT
-        holes = cut_holes(a.holes, a.seed, root)
-        if a.rev:
-            shutil.rmtree(root)  # the holes hold their texts
+        with sources_at(ROOT, a.rev, list(PACKAGE_DIRS.values())) as root:
+            holes = cut_holes(a.holes, a.seed, root)  # the holes hold their texts
         for k, h in enumerate(holes[a.offset::a.every]):
             row = {"file": h["file"], "line": h["line"]}
             for arm, budget in arms.items():

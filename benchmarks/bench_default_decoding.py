@@ -36,7 +36,6 @@ import argparse
 import contextlib
 import json
 import random
-import shutil
 import statistics
 import sys
 import time
@@ -53,12 +52,8 @@ ROOT = Path(__file__).resolve().parents[1]
 def cut_holes(count: int, seed: int, rev: str | None = None) -> list[tuple[str, str, str]]:
     """(prefix, suffix, line): a whole line of dllm_lsp/'s source removed, the cursor after its
     indentation; from commit `rev`'s source when given (the same sample on any later checkout)."""
-    root = sources_at(ROOT, rev, ["dllm_lsp"]) if rev else ROOT
-    try:
+    with sources_at(ROOT, rev, ["dllm_lsp"]) as root:
         return _cut_lines(root, count, seed)
-    finally:
-        if rev:
-            shutil.rmtree(root)
 
 
 def _cut_lines(root: Path, count: int, seed: int) -> list[tuple[str, str, str]]:

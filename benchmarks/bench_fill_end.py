@@ -22,16 +22,22 @@ import sys
 import time
 from pathlib import Path
 
-from _bench_common import cpu_name, pct
+from _bench_common import cpu_name, pct, sources_at
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def cut_holes(count: int, seed: int) -> list[tuple[str, str]]:
-    """(prefix, suffix): 2-6 lines of an indented block removed from dllm_lsp/'s source, the
-    cursor at the start of the first (its indentation typed), the suffix from the next line on."""
+def cut_holes(count: int, seed: int, rev: str | None = None) -> list[tuple[str, str]]:
+    """(prefix, suffix): 2-6 lines of an indented block removed from dllm_lsp/'s source (at
+    commit `rev` when given), the cursor at the start of the first (its indentation typed), the
+    suffix from the next line on."""
+    with sources_at(ROOT, rev, ["dllm_lsp"]) as root:
+        return _cut(root, count, seed)
+
+
+def _cut(root: Path, count: int, seed: int) -> list[tuple[str, str]]:
     holes = []
-    for path in sorted((ROOT / "dllm_lsp").rglob("*.py")):
+    for path in sorted((root / "dllm_lsp").rglob("*.py")):
         lines = path.read_text().splitlines(keepends=True)
         for i in range(5, len(lines) - 8):
             line = lines[i]
@@ -53,6 +59,7 @@ def main() -> int:
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=3)
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rev", help="draw the holes from this commit's code (the same sample on any checkout)")
     p.add_argument("--engine-from", type=Path, default=ROOT,
                    help="a checkout whose engine is measured (another commit's, on this checkout's holes)")
     args = p.parse_args()
@@ -64,7 +71,7 @@ def main() -> int:
 
     engine = Engine(EngineConfig(model="default", threads=args.threads))
     rows = []
-    for prefix, suffix in cut_holes(args.holes, args.seed):
+    for prefix, suffix in cut_holes(args.holes, args.seed, args.rev):
         hole = Hole(prefix=prefix, suffix=suffix, max_tokens=args.max_tokens, choose_end=False)
         fill = engine.infill(InfillRequest(holes=[hole])).holes[0]
         cuts = cuts_for(Hole(prefix=prefix, suffix=suffix, max_tokens=args.max_tokens), fill)

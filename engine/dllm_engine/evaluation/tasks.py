@@ -82,10 +82,9 @@ def cut_heldout(sources: list[tuple[str, str]], count: int, seed: int = 0) -> li
     if not texts:
         raise ValueError("no usable held-out files (need at least 20 lines)")
     tasks: list[Task] = []
-    kinds = HELDOUT_KINDS
     while len(tasks) < count:
         name, text = texts[rng.randrange(len(texts))]
-        kind = kinds[len(tasks) % 3]
+        kind = HELDOUT_KINDS[len(tasks) % 3]
         lines = text.splitlines(keepends=True)
         if kind == "heldout-span":
             start = rng.randrange(len(text) - 1)

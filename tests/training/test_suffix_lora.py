@@ -219,3 +219,61 @@ def test_targets_adapt_only_the_named_projections_and_the_engine_runs_half_the_p
     loaded = load("small", dtype=torch.float32)
     loaded.model.fuse_projections()
     assert low_rank.attach_to(loaded.model, meta, tensors) == 2 * len(loaded.model.model.layers)
+
+
+def test_a_full_rank_delta_starts_as_the_base_and_saves_as_its_best_low_rank_factors(tmp_path):
+    """attach_full: a zero fp32 delta beside each frozen projection (step 0 is the base); saved,
+    the folder holds the delta's rank-r SVD factors in the LoRA layout the engine reads (alpha =
+    rank, so the factors carry the scale) and the delta itself, from which it resumes exactly."""
+    from dllm_engine import low_rank
+
+    torch.manual_seed(0)
+    model = load("small", dtype=torch.float32).model
+    ids = torch.randint(10, 200, (2, 24))
+    before = _logits(model, ids)
+    params = base_lora.attach_full(model, rank=4, targets=("q_proj", "k_proj", "v_proj", "o_proj"))
+    assert len(params) == 4 * len(model.model.layers) and all(p.dtype == torch.float32 for p in params)
+    assert torch.equal(_logits(model, ids), before)
+    for p in params:  # a delta of rank 2 plus a little noise: rank 4 keeps nearly all of it
+        out, inp = p.shape
+        p.data.copy_(torch.randn(out, 2) @ torch.randn(2, inp) * 0.05 + torch.randn(out, inp) * 1e-4)
+    learnt = _logits(model, ids)
+    with base_lora.compressed(model):
+        approx = _logits(model, ids)
+    assert torch.equal(_logits(model, ids), learnt)  # the context gives the delta back
+    assert (approx - learnt).abs().max() < 0.05 * (learnt - before).abs().max()  # the noise's share only
+    base_lora.save(model, tmp_path / "a", {"steps": 1})
+    meta, tensors = low_rank.read(tmp_path / "a")
+    assert meta["rank"] == 4 and meta["alpha"] == 4.0 and meta["trained"]["compressed_kept"] > 0.99
+    name = "model.layers.0.self_attn.q_proj"
+    assert tensors[f"{name}.lora_a"].shape == (4, model.model.layers[0].self_attn.q_proj.base.in_features)
+    engine_side = load("small", dtype=torch.float32)
+    engine_side.model.fuse_projections()
+    low_rank.attach_to(engine_side.model, meta, tensors)
+    assert torch.allclose(_logits(engine_side.model, ids), approx, atol=1e-4)  # the engine runs what was compressed
+    again = load("small", dtype=torch.float32).model
+    assert base_lora.load_into(again, tmp_path / "a")  # a run resumes from the full delta, not the factors
+    assert torch.equal(_logits(again, ids), learnt)
+
+
+def test_a_full_rank_run_learns_logs_its_compressed_figure_and_ships_factors(tmp_path):
+    run = tmp_path / "run"
+    common = ["--model", "small", "--run", str(run), "--corpus", str(ROOT / "engine" / "dllm_engine"),
+              "--full-rank", "--rank", "4", "--targets", "q_proj,k_proj,v_proj,o_proj", "--lr", "3e-4",
+              "--warmup", "2", "--prefix-max", "64", "--suffix-max", "32", "--middle-max", "16", "--batch", "2",
+              "--held", "4", "--log-every", "5", "--eval-every", "1000"]
+    suffix_lora.main([*common, "--max-steps", "20"])
+    with (run / "loss.csv").open() as f:
+        held = [r for r in csv.DictReader(f) if r["split"] == "heldout"]
+    assert float(held[-1]["loss"]) < float(held[0]["loss"]) - 0.02
+    assert float(held[0]["middle_ce_compressed"]) == float(held[0]["middle_ce"])  # a zero delta compresses exactly
+    assert held[-1]["middle_ce_compressed"] and float(held[-1]["middle_ce_compressed"]) != float(held[-1]["middle_ce"])
+    assert (run / "adapter" / base_lora.DELTA_FILE).exists()
+    suffix_lora.main([*common, "--max-steps", "22"])  # resumes from the delta and the optimiser's state
+    shipped = tmp_path / "shipped"
+    suffix_lora.main([*common, "--ship", str(shipped)])
+    assert not (shipped / base_lora.DELTA_FILE).exists()  # only the compressed factors ship
+    from dllm_engine import low_rank
+
+    meta, tensors = low_rank.read(shipped)
+    assert meta["trained"]["steps"] == 22 and meta["full_rank"] and meta["trained"]["compressed_kept"] <= 1.0

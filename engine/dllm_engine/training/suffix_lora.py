@@ -38,7 +38,7 @@ from .corpus import OPTIONS as CORPUS_OPTIONS
 from .distill_run import DistillRun
 
 FIELDS = ["split", "step", "seconds", "lr", "loss", "prefix_ce", "middle_ce", "suffix_ce", "middle_ce_bare",
-          "suffix_worth", "shown_ce", "shown_ce_bare", "anchor_kl", "tokens_per_s"]
+          "suffix_worth", "shown_ce", "shown_ce_bare", "middle_ce_compressed", "anchor_kl", "tokens_per_s"]
 SPANS = (1, 1, 1, 2, 2, 3, 4, 6, 8)
 # Where each scored token sits: the prefix, the middle, the suffix's beginning again.
 PREFIX, MIDDLE, SUFFIX = 0, 1, 2
@@ -104,8 +104,11 @@ class SuffixTrainer(DistillRun):
         self.args = args
         self.load_frozen_base()
         if not base_lora.load_into(self.model, self.run / "adapter"):
-            base_lora.attach(self.model, args.rank, args.alpha, args.targets)
-        params = [p for n, p in self.model.named_parameters() if "lora_" in n]
+            if args.full_rank:
+                base_lora.attach_full(self.model, args.rank, args.targets)
+            else:
+                base_lora.attach(self.model, args.rank, args.alpha, args.targets)
+        params = [p for n, p in self.model.named_parameters() if "lora_" in n or "delta_w" in n]
         for p in params:
             p.requires_grad_(True)
         self._params_module = torch.nn.ParameterList(params)
@@ -193,8 +196,13 @@ class SuffixTrainer(DistillRun):
             with_suffix = self._part_means(self.held, masks)
             cut = [(without_suffix(q, p, self.cfg), without_suffix(q, m, self.cfg)[1]) for (q, p), m in zip(self.held, masks)]
             bare = self._part_means([c[0] for c in cut], [c[1] for c in cut])
+            compressed = float("nan")
+            if self.model.lora_config.get("full_rank"):
+                # A full-rank run ships its delta's rank-r approximation: the middle's CE of that.
+                with base_lora.compressed(self.model):
+                    compressed = self._part_means(self.held, masks)[2]
         self.model.train()
-        return [*with_suffix[:4], bare[2], bare[2] - with_suffix[2], with_suffix[4], bare[4]]
+        return [*with_suffix[:4], bare[2], bare[2] - with_suffix[2], with_suffix[4], bare[4], compressed]
 
     def _part_means(self, seqs, masks) -> list[float]:
         """Mean CE over every scored token, the prefix's, the middle's, the suffix's again and
@@ -213,8 +221,9 @@ class SuffixTrainer(DistillRun):
 
     @staticmethod
     def held_row(held) -> dict:
-        return dict(zip(("loss", "prefix_ce", "middle_ce", "suffix_ce", "middle_ce_bare", "suffix_worth", "shown_ce",
-                         "shown_ce_bare"), held))
+        row = dict(zip(("loss", "prefix_ce", "middle_ce", "suffix_ce", "middle_ce_bare", "suffix_worth", "shown_ce",
+                        "shown_ce_bare", "middle_ce_compressed"), held))
+        return {k: v for k, v in row.items() if v == v}  # a LoRA run has no compressed figure (NaN)
 
     def save(self, held=None) -> None:
         corpus = (", ".join(self.args.corpus) if self.args.corpus else
@@ -226,6 +235,8 @@ class SuffixTrainer(DistillRun):
                    "anchor": self.args.anchor,
                    "anchor_rows": self.args.anchor_rows,
                    "with_packages": bool(getattr(self.args, "with_packages", False)),
+                   "lr": self.args.lr,
+                   **({"learnt": "a full-rank delta per projection, compressed by SVD"} if self.args.full_rank else {}),
                    **({"held_out": self.held_row(held)} if held else {})}
         base_lora.save(self.model, self.run / "adapter", trained)
         torch.save({"opt": self.opt.state_dict(), "step": self.step, "seconds": self.seconds}, self.run / "state.pt")
@@ -280,6 +291,10 @@ def add_arguments(p) -> None:
                    help="comma list of the projections adapted (default every one); each adds two thin "
                         "products a pass at inference (low_rank.py), so attention only "
                         "(q_proj,k_proj,v_proj,o_proj) has half the products")
+    p.add_argument("--full-rank", action="store_true",
+                   help="learn a full-rank delta beside each target projection (full fine-tuning of them) instead "
+                        "of a LoRA, saved compressed to --rank by a truncated SVD (the same adapter folder); "
+                        "takes a lower --lr than a LoRA")
     p.add_argument("--lr", type=float, default=1e-4)
     p.add_argument("--warmup", type=int, default=20)
     p.add_argument("--batch", type=int, default=4)

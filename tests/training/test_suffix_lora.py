@@ -261,10 +261,11 @@ def test_a_full_rank_run_learns_logs_its_compressed_figure_and_ships_factors(tmp
     common = ["--model", "small", "--run", str(run), "--corpus", str(ROOT / "engine" / "dllm_engine"),
               "--full-rank", "--rank", "4", "--targets", "q_proj,k_proj,v_proj,o_proj", "--lr", "3e-4",
               "--warmup", "2", "--prefix-max", "64", "--suffix-max", "32", "--middle-max", "16", "--batch", "2",
-              "--held", "4", "--log-every", "5", "--eval-every", "1000"]
+              "--held", "4", "--log-every", "5", "--eval-every", "10"]
     suffix_lora.main([*common, "--max-steps", "20"])
     with (run / "loss.csv").open() as f:
         held = [r for r in csv.DictReader(f) if r["split"] == "heldout"]
+    assert [r["step"] for r in held] == ["0", "10", "20"]  # the last step evaluated once, not again at the end
     assert float(held[-1]["loss"]) < float(held[0]["loss"]) - 0.02
     assert float(held[0]["middle_ce_compressed"]) == float(held[0]["middle_ce"])  # a zero delta compresses exactly
     assert held[-1]["middle_ce_compressed"] and float(held[-1]["middle_ce_compressed"]) != float(held[-1]["middle_ce"])

@@ -146,6 +146,7 @@ class DistillRun:
             self.log_held()
         stop_at = time.monotonic() + a.minutes * 60
         window, rows, spent = [], 0, 0.0
+        saved_at = None
         while time.monotonic() < stop_at and (a.max_steps is None or self.step < a.max_steps):
             t0 = time.perf_counter()
             seqs = self.next_batch()
@@ -172,4 +173,8 @@ class DistillRun:
                 window, rows, spent = [], 0, 0.0
             if self.step % a.eval_every == 0:
                 self.save(self.log_held())
-        self.save(self.log_held())
+                saved_at = self.step
+        if saved_at != self.step:
+            # Not when the last step was just evaluated and saved: the held-out pass again
+            # would cost as much and write the same row twice.
+            self.save(self.log_held())

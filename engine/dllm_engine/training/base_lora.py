@@ -61,9 +61,10 @@ class DeltaLinear(nn.Module):
     so it would round away. The product runs in the activations' dtype (bf16: D's rounding there
     is relative to D, not to W); the gradient reaches D in fp32 through the cast."""
 
-    def __init__(self, base: nn.Linear) -> None:
+    def __init__(self, base: nn.Linear, rank: int) -> None:
         super().__init__()
         self.base = base
+        self.rank = rank  # what `factors` compresses D to when it is saved
         self.enabled = True
         self.delta_w = nn.Parameter(torch.zeros(base.out_features, base.in_features, device=base.weight.device))
 
@@ -76,11 +77,11 @@ class DeltaLinear(nn.Module):
         return self.delta_w
 
     @torch.no_grad()
-    def factors(self, rank: int) -> tuple[torch.Tensor, torch.Tensor, float]:
+    def factors(self) -> tuple[torch.Tensor, torch.Tensor, float]:
         """(A [r, in], B [out, r], the share of D's squared norm they keep): D's best rank-r
         approximation, B A, its singular values split evenly between the two factors."""
         u, s, vh = torch.linalg.svd(self.delta_w.float(), full_matrices=False)
-        r = min(rank, s.numel())
+        r = min(self.rank, s.numel())
         root = s[:r].sqrt()
         total = float((s * s).sum())
         kept = float((s[:r] * s[:r]).sum()) / total if total > 0 else 1.0
@@ -102,7 +103,7 @@ def _wrap(model, targets: tuple[str, ...], make) -> list[nn.Parameter]:
                 if isinstance(base, nn.Linear):
                     wrapped = make(base)
                     setattr(owner, name, wrapped)
-                    params += [p for p in wrapped.parameters(recurse=False)]
+                    params += list(wrapped.parameters(recurse=False))
     return params
 
 
@@ -116,7 +117,7 @@ def attach(model, rank: int = 16, alpha: float = 32.0, targets: tuple[str, ...] 
 def attach_full(model, rank: int = 16, targets: tuple[str, ...] = TARGETS) -> list[nn.Parameter]:
     """Wrap every target projection in a full-rank delta (DeltaLinear); `rank` is the rank it
     is compressed to when saved. Returns the deltas."""
-    params = _wrap(model, targets, DeltaLinear)
+    params = _wrap(model, targets, lambda base: DeltaLinear(base, rank))
     # alpha = rank: the SVD's factors carry the scale themselves (the engine multiplies B by alpha / rank).
     model.lora_config = {"rank": rank, "alpha": float(rank), "targets": list(targets), "full_rank": True}
     return params
@@ -140,10 +141,9 @@ def state(model) -> tuple[dict[str, torch.Tensor], float | None]:
     full-rank delta the share of its squared norm the compressed factors keep (the least of
     any projection's; None for a LoRA)."""
     out, kept = {}, []
-    rank = getattr(model, "lora_config", {}).get("rank", 16)
     for name, m in _wrapped(model):
         if isinstance(m, DeltaLinear):
-            a, b, share = m.factors(rank)
+            a, b, share = m.factors()
             kept.append(share)
         else:
             a, b = m.lora_a.detach(), m.lora_b.detach()
@@ -196,13 +196,12 @@ def load_into(model, folder: Path) -> bool:
 def compressed(model):
     """Inside, every full-rank delta is its saved rank-r approximation (what the engine will
     run): the held-out figures of what ships, beside those of the delta that was learnt."""
-    rank = getattr(model, "lora_config", {}).get("rank", 16)
     deltas = [m for _, m in _wrapped(model) if isinstance(m, DeltaLinear)]
     kept = [m.delta_w.detach().clone() for m in deltas]
     try:
         with torch.no_grad():
             for m in deltas:
-                a, b, _ = m.factors(rank)
+                a, b, _ = m.factors()
                 m.delta_w.copy_(b @ a)
         yield model
     finally:

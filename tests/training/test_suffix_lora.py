@@ -278,3 +278,24 @@ def test_a_full_rank_run_learns_logs_its_compressed_figure_and_ships_factors(tmp
 
     meta, tensors = low_rank.read(shipped)
     assert meta["trained"]["steps"] == 22 and meta["full_rank"] and meta["trained"]["compressed_kept"] <= 1.0
+
+
+def test_a_run_folder_resumes_only_as_the_kind_it_was_saved(tmp_path):
+    """A LoRA run's folder asked to go on with --full-rank (or another rank, other targets) stops
+    with what it holds and the flags that resume it; before, it trained on as a LoRA and saved
+    as full-rank."""
+    import pytest
+
+    run = tmp_path / "run"
+    common = ["--model", "small", "--run", str(run), "--corpus", str(ROOT / "engine" / "dllm_engine"),
+              "--warmup", "1", "--prefix-max", "48", "--suffix-max", "32", "--middle-max", "16", "--batch", "1",
+              "--held", "2", "--eval-every", "2"]
+    suffix_lora.main([*common, "--rank", "4", "--targets", "q_proj,v_proj", "--max-steps", "2"])
+    for other in (["--rank", "4", "--targets", "q_proj,v_proj", "--full-rank"],
+                  ["--rank", "8", "--targets", "q_proj,v_proj"],
+                  ["--rank", "4", "--targets", "q_proj,k_proj"]):
+        with pytest.raises(SystemExit, match="holds a LoRA .*resume it with --rank 4 --targets q_proj,v_proj"):
+            suffix_lora.main([*common, *other, "--max-steps", "3"])
+    suffix_lora.main([*common, "--rank", "4", "--targets", "v_proj,q_proj", "--max-steps", "3"])  # the same set
+    with (run / "loss.csv").open() as f:
+        assert [r["step"] for r in csv.DictReader(f) if r["split"] == "heldout"] == ["0", "2", "3"]

@@ -107,11 +107,12 @@ class SuffixTrainer(DistillRun):
     def __init__(self, args) -> None:
         self.args = args
         self.load_frozen_base()
-        if not base_lora.load_into(self.model, self.run / "adapter"):
-            if args.full_rank:
-                base_lora.attach_full(self.model, args.rank, args.targets)
-            else:
-                base_lora.attach(self.model, args.rank, args.alpha, args.targets)
+        if base_lora.load_into(self.model, self.run / "adapter"):
+            self._check_resumed_as_asked()
+        elif args.full_rank:
+            base_lora.attach_full(self.model, args.rank, args.targets)
+        else:
+            base_lora.attach(self.model, args.rank, args.alpha, args.targets)
         params = [p for n, p in self.model.named_parameters() if "lora_" in n or "delta_w" in n]
         for p in params:
             p.requires_grad_(True)
@@ -121,6 +122,21 @@ class SuffixTrainer(DistillRun):
         self.split_corpus()
         self.rng = random.Random(args.seed + self.step)
         self.held = self.held_out_sequences(args.held, "suffix LoRA")
+
+    def _check_resumed_as_asked(self) -> None:
+        """A run folder resumes as it was saved; flags that ask for another kind, rank or targets
+        stop the run with what the folder holds, instead of training what was not asked for
+        (a LoRA folder resumed with --full-rank went on as a LoRA, saved as if full-rank)."""
+        a, saved = self.args, self.model.lora_config
+        asked = {"full_rank": bool(a.full_rank), "rank": a.rank, "targets": list(a.targets)}
+        held = {"full_rank": bool(saved.get("full_rank")), "rank": saved["rank"], "targets": list(saved["targets"])}
+        differ = [k for k in asked if (sorted(asked[k]) != sorted(held[k]) if k == "targets" else asked[k] != held[k])]
+        if differ:
+            flags = " ".join((["--full-rank"] if held["full_rank"] else []) +
+                             ["--rank", str(held["rank"]), "--targets", ",".join(held["targets"])])
+            raise SystemExit(f"{self.run}: the run folder holds {'a full-rank delta' if held['full_rank'] else 'a LoRA'} "
+                             f"(rank {held['rank']}, targets {','.join(held['targets'])}), not what "
+                             f"{', '.join(differ)} asks; resume it with {flags}, or start a new --run")
 
     def _sample(self, rng, files):
         a = self.args

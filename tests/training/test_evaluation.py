@@ -80,6 +80,18 @@ def test_heldout_cut_is_deterministic_and_scored_by_exact_match_and_syntax(tmp_p
     assert outcomes[0].exact and outcomes[0].syntax_ok and outcomes[0].passed is None
 
 
+def test_heldout_holes_are_distinct_and_files_with_one_name_in_two_folders_keep_their_own_ids(tmp_path):
+    """Comparisons pair outcomes by task id and rates count each hole: no hole is drawn twice (8 of
+    600 of dllm_lsp/'s were), and two `mod.py` under different folders do not share ids."""
+    text = "".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(20))
+    tasks = cut_heldout([("a/mod.py", text), ("b/mod.py", text)], 60, seed=0)
+    ids = [t.task_id for t in tasks]
+    assert len(set(ids)) == len(ids)
+    assert {i.split(":")[0] for i in ids} == {"a/mod.py", "b/mod.py"}
+    with pytest.raises(ValueError, match="distinct held-out holes"):
+        cut_heldout([("a/mod.py", text)], 10_000, seed=0)
+
+
 def test_one_heldout_kind_alone_is_that_kinds_share_of_the_same_holes(tmp_path):
     """`--benchmarks heldout-span`: the spans of a whole held-out run, no other holes, so two
     runs of one kind pair with each other and with a whole run's."""

@@ -8,6 +8,7 @@ import csv
 import random
 from pathlib import Path
 
+import pytest
 import torch
 
 from dllm_engine.checkpoint import load
@@ -284,8 +285,6 @@ def test_a_run_folder_resumes_only_as_the_kind_it_was_saved(tmp_path):
     """A LoRA run's folder asked to go on with --full-rank (or another rank, other targets) stops
     with what it holds and the flags that resume it; before, it trained on as a LoRA and saved
     as full-rank."""
-    import pytest
-
     run = tmp_path / "run"
     common = ["--model", "small", "--run", str(run), "--corpus", str(ROOT / "engine" / "dllm_engine"),
               "--warmup", "1", "--prefix-max", "48", "--suffix-max", "32", "--middle-max", "16", "--batch", "1",

@@ -128,14 +128,14 @@ class SuffixTrainer(DistillRun):
         stop the run with what the folder holds, instead of training what was not asked for
         (a LoRA folder resumed with --full-rank went on as a LoRA, saved as if full-rank)."""
         a, saved = self.args, self.model.lora_config
-        asked = {"full_rank": bool(a.full_rank), "rank": a.rank, "targets": list(a.targets)}
-        held = {"full_rank": bool(saved.get("full_rank")), "rank": saved["rank"], "targets": list(saved["targets"])}
-        differ = [k for k in asked if (sorted(asked[k]) != sorted(held[k]) if k == "targets" else asked[k] != held[k])]
+        asked = {"full_rank": bool(a.full_rank), "rank": a.rank, "targets": sorted(a.targets)}
+        held = {"full_rank": bool(saved.get("full_rank")), "rank": saved["rank"], "targets": sorted(saved["targets"])}
+        differ = [k for k in asked if asked[k] != held[k]]  # targets as sets: their order on the command line is free
         if differ:
             flags = " ".join((["--full-rank"] if held["full_rank"] else []) +
-                             ["--rank", str(held["rank"]), "--targets", ",".join(held["targets"])])
+                             ["--rank", str(held["rank"]), "--targets", ",".join(saved["targets"])])
             raise SystemExit(f"{self.run}: the run folder holds {'a full-rank delta' if held['full_rank'] else 'a LoRA'} "
-                             f"(rank {held['rank']}, targets {','.join(held['targets'])}), not what "
+                             f"(rank {held['rank']}, targets {','.join(saved['targets'])}), not what "
                              f"{', '.join(differ)} asks; resume it with {flags}, or start a new --run")
 
     def _sample(self, rng, files):

@@ -255,6 +255,9 @@ def test_a_full_rank_delta_starts_as_the_base_and_saves_as_its_best_low_rank_fac
     again = load("small", dtype=torch.float32).model
     assert base_lora.load_into(again, tmp_path / "a")  # a run resumes from the full delta, not the factors
     assert torch.equal(_logits(again, ids), learnt)
+    shipped = load("small", dtype=torch.float32).model
+    assert base_lora.load_into(shipped, tmp_path / "a", resume=False)  # what ships: the factors
+    assert torch.allclose(_logits(shipped, ids), approx, atol=1e-4)
 
 
 def test_a_full_rank_run_learns_logs_its_compressed_figure_and_ships_factors(tmp_path):
@@ -279,6 +282,16 @@ def test_a_full_rank_run_learns_logs_its_compressed_figure_and_ships_factors(tmp
 
     meta, tensors = low_rank.read(shipped)
     assert meta["trained"]["steps"] == 22 and meta["full_rank"] and meta["trained"]["compressed_kept"] <= 1.0
+    # The merged export computes what ships (the factors), not the uncompressed delta
+    merged = tmp_path / "merged"
+    suffix_lora.main([*common, "--export", str(merged)])
+    ids = torch.randint(10, 200, (1, 24), generator=torch.Generator().manual_seed(0))
+    factors, delta = (load("small", dtype=torch.float32).model for _ in range(2))
+    base_lora.load_into(factors, run / "adapter", resume=False)
+    base_lora.load_into(delta, run / "adapter")
+    exported = _logits(load(str(merged), dtype=torch.float32).model, ids)
+    assert torch.allclose(exported, _logits(factors, ids), atol=1e-4)
+    assert not torch.allclose(exported, _logits(delta, ids), atol=1e-4)
 
 
 def test_a_run_folder_resumes_only_as_the_kind_it_was_saved(tmp_path):

@@ -171,14 +171,15 @@ def save(model, folder: Path, trained: dict | None = None) -> None:
     (folder / CONFIG_FILE).write_text(json.dumps(meta, indent=2) + "\n")
 
 
-def load_into(model, folder: Path) -> bool:
+def load_into(model, folder: Path, *, resume: bool = True) -> bool:
     """Attach the adapter saved in `folder` to `model` (unfused); False when there is none. A
-    full-rank run's folder comes back as its deltas (to resume training), any other as factors."""
+    full-rank run's folder comes back as its deltas when `resume` (to train on), otherwise as
+    the factors that ship: what the engine runs, so a merged export computes the same."""
     folder = Path(folder)
     if not (folder / CONFIG_FILE).exists():
         return False
     meta = json.loads((folder / CONFIG_FILE).read_text())
-    if meta.get("full_rank") and (folder / DELTA_FILE).exists():
+    if resume and meta.get("full_rank") and (folder / DELTA_FILE).exists():
         attach_full(model, meta["rank"], tuple(meta["targets"]))
         saved = load_file(str(folder / DELTA_FILE))
         for name, m in _wrapped(model):

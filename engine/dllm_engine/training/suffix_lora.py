@@ -264,9 +264,10 @@ class SuffixTrainer(DistillRun):
 
 def export(model_name: str, adapter: Path, out: Path) -> None:
     """The base with the adapter merged, as a checkpoint folder (config and tokenizer copied),
-    in float32: merged into bf16 weights, most of a CPU-trained adapter's change rounds away."""
+    in float32: merged into bf16 weights, most of a CPU-trained adapter's change rounds away. A
+    full-rank run merges its saved factors, not its delta: the export computes what ships."""
     loaded = load(model_name, dtype=torch.float32)
-    if not base_lora.load_into(loaded.model, adapter):
+    if not base_lora.load_into(loaded.model, adapter, resume=False):
         raise SystemExit(f"{adapter}: no {base_lora.CONFIG_FILE}")
     base_lora.merge(loaded.model)
     save_native(loaded.model, out, dtype=torch.float32)
